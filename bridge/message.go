@@ -1,0 +1,191 @@
+package bridge
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Role is who a message is from.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleDeveloper Role = "developer"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// PartType names a content part.
+type PartType string
+
+const (
+	PartText      PartType = "text"
+	PartImage     PartType = "image"
+	PartAudio     PartType = "audio"
+	PartFile      PartType = "file"
+	PartReasoning PartType = "reasoning"
+	PartRefusal   PartType = "refusal"
+	PartData      PartType = "data" // structured JSON (A2A data parts, tool results as objects)
+	PartOpaque    PartType = "opaque"
+)
+
+// Part is one piece of message content.
+type Part struct {
+	Type PartType `json:"type"`
+	Text string   `json:"text,omitempty"`
+
+	// Media: URL is a remote URL or a data: URL, passed through, never fetched.
+	URL       string `json:"url,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"` // base64 payload (audio, inline files)
+	Detail    string `json:"detail,omitempty"`
+	Format    string `json:"format,omitempty"` // audio format (wav, mp3)
+	Filename  string `json:"filename,omitempty"`
+	FileID    string `json:"file_id,omitempty"`
+
+	// Reasoning.
+	Signature string `json:"signature,omitempty"`
+	Encrypted string `json:"encrypted,omitempty"`
+
+	// JSON is the value of a data part.
+	JSON json.RawMessage `json:"json,omitempty"`
+
+	Opaque *Opaque `json:"opaque,omitempty"`
+}
+
+// TextPart is a convenience constructor.
+func TextPart(s string) Part { return Part{Type: PartText, Text: s} }
+
+// Message is one entry of a session's normalized transcript.
+type Message struct {
+	ID      string    `json:"id,omitempty"`
+	RunID   string    `json:"run_id,omitempty"`
+	Created time.Time `json:"created_at"`
+
+	Role  Role   `json:"role"`
+	Name  string `json:"name,omitempty"`
+	Parts []Part `json:"parts,omitempty"`
+
+	// ToolCalls are an assistant's calls; ToolCallID and IsError belong to a
+	// tool message carrying one call's result.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	IsError    bool       `json:"is_error,omitempty"`
+
+	// NullContent records that the client sent content: null (as OpenAI
+	// assistants with tool calls do), so a same-dialect round trip keeps it.
+	NullContent bool `json:"null_content,omitempty"`
+	// StringContent records that content came as a plain string rather than
+	// an array of parts.
+	StringContent bool `json:"string_content,omitempty"`
+
+	Opaque *Opaque `json:"opaque,omitempty"`
+}
+
+// Text concatenates the message's text parts.
+func (m *Message) Text() string {
+	var n int
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartText {
+			n += len(m.Parts[i].Text)
+		}
+	}
+	b := make([]byte, 0, n)
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartText {
+			b = append(b, m.Parts[i].Text...)
+		}
+	}
+	return string(b)
+}
+
+// Fingerprint identifies the message's content (role, parts, tool calls),
+// ignoring ids and times, so a resent transcript can be matched against the
+// one the store holds.
+func (m *Message) Fingerprint() string {
+	b, _ := json.Marshal(struct {
+		Role       Role       `json:"r"`
+		Name       string     `json:"n,omitempty"`
+		Parts      []Part     `json:"p,omitempty"`
+		ToolCalls  []ToolCall `json:"t,omitempty"`
+		ToolCallID string     `json:"c,omitempty"`
+	}{m.Role, m.Name, m.Parts, m.ToolCalls, m.ToolCallID})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // JSON Schema
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// ToolChoiceMode says how the model must use tools.
+type ToolChoiceMode string
+
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required" // any tool (Anthropic "any")
+	ToolChoiceTool     ToolChoiceMode = "tool"     // the tool named in Name
+)
+
+// ToolChoice constrains tool use.
+type ToolChoice struct {
+	Mode ToolChoiceMode `json:"mode"`
+	Name string         `json:"name,omitempty"`
+}
+
+// Request is one inbound turn, normalized.
+type Request struct {
+	// Inbound is the dialect the client speaks; the engine renders the run's
+	// events in it for replays.
+	Inbound string `json:"inbound"`
+	Model   string `json:"model,omitempty"`
+
+	// SessionID attaches the run to an existing session (or names a new one).
+	// Detached runs keep going when the client disconnects; plain stateless
+	// requests are cancelled instead.
+	SessionID   string `json:"session_id,omitempty"`
+	ClientRunID string `json:"client_run_id,omitempty"`
+	Principal   string `json:"principal,omitempty"`
+	Detached    bool   `json:"detached,omitempty"`
+
+	// Messages is the transcript the client sent: the whole history for
+	// stateless dialects, the new input for stateful ones.
+	Messages []Message `json:"messages"`
+
+	Tools             []Tool      `json:"tools,omitempty"`
+	ToolChoice        *ToolChoice `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty"`
+
+	Stream       bool `json:"stream,omitempty"`
+	IncludeUsage bool `json:"include_usage,omitempty"`
+
+	MaxTokens       *int64            `json:"max_tokens,omitempty"`
+	Temperature     *float64          `json:"temperature,omitempty"`
+	TopP            *float64          `json:"top_p,omitempty"`
+	TopK            *int64            `json:"top_k,omitempty"`
+	Stop            []string          `json:"stop,omitempty"`
+	Seed            *int64            `json:"seed,omitempty"`
+	ReasoningEffort string            `json:"reasoning_effort,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	User            string            `json:"user,omitempty"`
+	// ResponseFormat is a structured-output request, kept in the inbound
+	// dialect's shape.
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+
+	// Extra holds top-level request fields the inbound codec does not know,
+	// so a same-dialect upstream gets them back. ExtraDialect names their
+	// dialect; other dialects drop them (and say so).
+	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
+	ExtraDialect string                     `json:"extra_dialect,omitempty"`
+
+	// Dropped lists what the inbound decoder could not carry.
+	Dropped []string `json:"dropped,omitempty"`
+}

@@ -1,0 +1,126 @@
+package bridge
+
+import (
+	"context"
+	"time"
+)
+
+// Session is one conversation.
+type Session struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"principal,omitempty"`
+	Created   time.Time `json:"created_at"`
+	Updated   time.Time `json:"updated_at"`
+	// State is the session's key-value state (ADK state), a JSON object.
+	State []byte `json:"state,omitempty"`
+}
+
+// Run is one turn, from the user's input to a final result.
+type Run struct {
+	ID          string `json:"id"`
+	SessionID   string `json:"session_id"`
+	ClientRunID string `json:"client_run_id,omitempty"`
+	Principal   string `json:"principal,omitempty"`
+
+	Inbound  string `json:"inbound"`  // the client's dialect
+	Outbound string `json:"outbound"` // the upstream's dialect
+	Upstream string `json:"upstream"` // the upstream's configured name
+	Model    string `json:"model,omitempty"`
+
+	Status     Status     `json:"status"`
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	Usage      Usage      `json:"usage"`
+	Dropped    []string   `json:"dropped,omitempty"`
+
+	TraceID       string `json:"trace_id,omitempty"`
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
+
+	Created  time.Time `json:"created_at"`
+	Finished time.Time `json:"finished_at,omitzero"`
+	// LastSeq is the seq of the last committed event.
+	LastSeq int64 `json:"last_seq"`
+}
+
+// RunFilter selects runs for ListRuns. Zero fields match everything.
+type RunFilter struct {
+	SessionID string
+	Principal string
+	Status    Status
+	Limit     int
+}
+
+// Batch is one unit of work the engine's writer commits in one transaction:
+// events of any number of runs (in seq order per run), runs that changed
+// (ended, or learnt an upstream id), and transcript messages.
+type Batch struct {
+	Events   []Event
+	Runs     []*Run
+	Messages []Message
+}
+
+// IDKind names what an id-map entry maps.
+type IDKind string
+
+const (
+	IDRun      IDKind = "run"       // local run id <-> upstream run/task/invocation id
+	IDSession  IDKind = "session"   // local session <-> upstream context/session
+	IDToolCall IDKind = "tool_call" // local tool-call id <-> the id an upstream minted or accepts
+	IDCursor   IDKind = "cursor"    // local event id <-> upstream event id
+)
+
+// IDMapping is one entry of the id map. Scope is the upstream's name (tool
+// calls and sessions are mapped per upstream).
+type IDMapping struct {
+	Kind   IDKind
+	Scope  string
+	Local  string
+	Remote string
+}
+
+// Store is the durable log: sessions, runs, events, transcript messages and
+// id maps. Implementations are safe for concurrent use; each method is its
+// own transaction. A PostgreSQL store implements the same interface.
+//
+// Lookups of a missing row return an *Error with CodeNotFound.
+type Store interface {
+	// CreateSession inserts s; CodeConflict if its id exists.
+	CreateSession(ctx context.Context, s *Session) error
+	Session(ctx context.Context, id string) (*Session, error)
+	// UpdateSession writes s.Updated and s.State.
+	UpdateSession(ctx context.Context, s *Session) error
+
+	// CreateRun inserts r together with the messages that start it (the
+	// user's input) in one transaction.
+	CreateRun(ctx context.Context, r *Run, input []Message) error
+	Run(ctx context.Context, id string) (*Run, error)
+	// RunByClientID finds a run by the id its client proposed.
+	RunByClientID(ctx context.Context, principal, clientRunID string) (*Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+
+	// Commit writes a batch atomically.
+	Commit(ctx context.Context, b *Batch) error
+	// Events returns up to limit committed events of run with seq > after,
+	// in seq order. limit <= 0 means all.
+	Events(ctx context.Context, run string, after int64, limit int) ([]Event, error)
+
+	// Messages returns up to limit transcript messages of session, oldest
+	// first, ending before the message at position before (0: the newest),
+	// and whether older ones exist. Each message's position is returned in
+	// its ID ("m<position>").
+	Messages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
+
+	// PutID records a mapping; an existing (kind, scope, local) is replaced.
+	PutID(ctx context.Context, m IDMapping) error
+	// RemoteID and LocalID look a mapping up in either direction.
+	RemoteID(ctx context.Context, kind IDKind, scope, local string) (string, error)
+	LocalID(ctx context.Context, kind IDKind, scope, remote string) (string, error)
+
+	// InterruptRunning closes every run left running (by a crash) as
+	// interrupted with reason, appending its final event; it returns the ids.
+	InterruptRunning(ctx context.Context, reason string, now time.Time) ([]string, error)
+	// DeleteEventsBefore deletes the events of runs that ended before t.
+	DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
+
+	Close() error
+}
