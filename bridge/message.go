@@ -156,9 +156,11 @@ type Request struct {
 	Principal   string `json:"principal,omitempty"`
 	Detached    bool   `json:"detached,omitempty"`
 
-	// Messages is the transcript the client sent: the whole history for
-	// stateless dialects, the new input for stateful ones.
+	// Messages is the transcript the client sent: the whole history when
+	// Full (stateless dialects such as Chat Completions), else only the new
+	// input, which the engine appends to the session's stored transcript.
 	Messages []Message `json:"messages"`
+	Full     bool      `json:"full,omitempty"`
 
 	Tools             []Tool      `json:"tools,omitempty"`
 	ToolChoice        *ToolChoice `json:"tool_choice,omitempty"`

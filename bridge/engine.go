@@ -1,0 +1,735 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Upstream is a client for one configured upstream. Open sends req and
+// returns the upstream's events; it returns an error only when the upstream
+// did not answer (connect failure, non-2xx status), so the engine can report
+// it before the first byte. Ranging over the call's Events once, to its end
+// or not, releases the connection. Implementations are safe for concurrent
+// use.
+type Upstream interface {
+	// Name is the upstream's configured name (the scope of its id maps).
+	Name() string
+	// Dialect is the wire protocol it speaks.
+	Dialect() string
+	Open(ctx context.Context, req *Request) (*Call, error)
+}
+
+// Call is an opened upstream call.
+type Call struct {
+	Events Stream
+	// Dropped lists what the outbound encoder could not express.
+	Dropped []string
+}
+
+// ToolCallMinter is implemented by upstreams that reject tool-call ids
+// minted elsewhere: the engine asks it for an id of its own for each local
+// id it has not mapped yet, and keeps the mapping.
+type ToolCallMinter interface {
+	MintToolCallID(local string) string
+}
+
+// Config configures an Engine. The zero value of each field means its
+// default; Store and Route are required.
+type Config struct {
+	Store Store
+	// Route picks the upstream for a model name.
+	Route func(model string) (Upstream, error)
+
+	Tracer trace.Tracer
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// MaxBatch bounds the events committed in one transaction (default 512).
+	MaxBatch int
+	// QueueSize bounds the events waiting for the writer (default 8192); a
+	// full queue slows the runs that produce events, never drops any.
+	QueueSize int
+}
+
+// Engine runs turns: it resolves sessions, calls upstreams, commits every
+// event to the Store and fans committed events out to subscribers. All
+// methods are safe for concurrent use. Close stops it.
+type Engine struct {
+	store  Store
+	route  func(string) (Upstream, error)
+	tracer trace.Tracer
+	log    *slog.Logger
+	now    func() time.Time
+
+	maxBatch int
+	queue    chan *pending
+
+	mu      sync.Mutex
+	live    map[string]*liveRun
+	closing bool
+	runs    sync.WaitGroup // pump goroutines
+
+	writerDone chan struct{}
+}
+
+// New starts an engine and its writer goroutine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Route == nil {
+		return nil, errors.New("bridge: Config.Store and Config.Route are required")
+	}
+	e := &Engine{
+		store:      cfg.Store,
+		route:      cfg.Route,
+		tracer:     cfg.Tracer,
+		log:        cfg.Logger,
+		now:        cfg.Now,
+		maxBatch:   cfg.MaxBatch,
+		live:       make(map[string]*liveRun),
+		writerDone: make(chan struct{}),
+	}
+	if e.tracer == nil {
+		e.tracer = noop.NewTracerProvider().Tracer("bridge")
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.maxBatch <= 0 {
+		e.maxBatch = 512
+	}
+	q := cfg.QueueSize
+	if q <= 0 {
+		q = 8192
+	}
+	e.queue = make(chan *pending, q)
+	go e.writer()
+	return e, nil
+}
+
+// NewID returns a fresh opaque id with the given prefix.
+func NewID(prefix string) string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// errAborted and errClientGone are the causes a run's context is cancelled with.
+var (
+	errAborted    = errors.New("cancelled by the client")
+	errClientGone = errors.New("client disconnected")
+	errShutdown   = errors.New("bridge shutting down")
+)
+
+// Start records a new run for req (or continues the run waiting for the
+// tool results req carries) and starts calling the upstream. The returned
+// Run is a snapshot; follow its events with Subscribe.
+//
+// Unless req.Detached, the run is cancelled when ctx is done before the run
+// ends (a plain stateless request whose client went away).
+func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
+	if len(req.Messages) == 0 {
+		return nil, Errorf(CodeInvalid, "no input messages")
+	}
+	up, err := e.route(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	principal := PrincipalFromContext(ctx)
+	now := e.now().UTC()
+
+	sess, err := e.session(ctx, req.SessionID, principal, now)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := e.transcript(ctx, sess.ID)
+	if err != nil {
+		return nil, err
+	}
+	input, transcript := splitInput(stored, req)
+	if len(input) == 0 {
+		return nil, Errorf(CodeInvalid, "the request adds nothing to session %s", sess.ID)
+	}
+
+	var prev []Event
+	run := e.continuation(ctx, stored, input, sess.ID)
+	if run != nil {
+		prev, err = e.store.Events(ctx, run.ID, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("load events run=%s: %w", run.ID, err)
+		}
+		run.Status, run.StopReason, run.Reason, run.Finished = StatusRunning, "", "", time.Time{}
+	} else {
+		run = &Run{
+			ID:          NewID("run_"),
+			SessionID:   sess.ID,
+			ClientRunID: req.ClientRunID,
+			Principal:   principal,
+			Inbound:     req.Inbound,
+			Model:       req.Model,
+			Status:      StatusRunning,
+			Created:     now,
+		}
+	}
+	run.Outbound, run.Upstream = up.Dialect(), up.Name()
+	run.Dropped = appendUnique(run.Dropped, req.Dropped...)
+	for i := range input {
+		input[i].RunID = run.ID
+		if input[i].Created.IsZero() {
+			input[i].Created = now
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes())
+	if sc := span.SpanContext(); sc.HasTraceID() && run.TraceID == "" {
+		run.TraceID = sc.TraceID().String()
+	}
+
+	lr := newLiveRun(run, prev, cancel)
+	if err := e.register(lr); err != nil {
+		cancel(err)
+		span.End()
+		return nil, err
+	}
+	if prev == nil {
+		err = e.store.CreateRun(ctx, run, input)
+	} else {
+		err = e.store.Commit(ctx, &Batch{Runs: []*Run{run}, Messages: input})
+	}
+	if err != nil {
+		e.unregister(lr)
+		cancel(err)
+		span.End()
+		return nil, fmt.Errorf("create run=%s: %w", run.ID, err)
+	}
+	snapshot := *run
+	if !req.Detached {
+		stop := context.AfterFunc(ctx, func() { cancel(errClientGone) })
+		lr.stopAfter = stop
+	}
+
+	upReq := *req
+	upReq.Messages = transcript
+	upReq.SessionID = sess.ID
+	e.runs.Add(1)
+	go func() {
+		defer e.runs.Done()
+		defer span.End()
+		e.pump(runCtx, lr, up, &upReq)
+	}()
+	return &snapshot, nil
+}
+
+// session finds or creates the request's session.
+func (e *Engine) session(ctx context.Context, id, principal string, now time.Time) (*Session, error) {
+	if id != "" {
+		s, err := e.store.Session(ctx, id)
+		switch {
+		case err == nil:
+			if s.Principal != principal {
+				return nil, Errorf(CodeNotFound, "session %q not found", id)
+			}
+			return s, nil
+		case ErrorCode(err) != CodeNotFound:
+			return nil, err
+		}
+	} else {
+		id = NewID("sess_")
+	}
+	s := &Session{ID: id, Principal: principal, Created: now, Updated: now}
+	if err := e.store.CreateSession(ctx, s); err != nil {
+		if ErrorCode(err) == CodeConflict { // created concurrently
+			return e.session(ctx, id, principal, now)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// transcript loads a session's whole stored transcript.
+func (e *Engine) transcript(ctx context.Context, session string) ([]Message, error) {
+	msgs, _, err := e.store.Messages(ctx, session, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("load transcript session=%s: %w", session, err)
+	}
+	return msgs, nil
+}
+
+// splitInput returns the messages req adds to the stored transcript and the
+// whole transcript to send upstream. A full transcript (stateless dialects)
+// that extends the stored one adds its suffix; one that diverges from it
+// (an edit, a regenerate) is taken whole as the new input.
+func splitInput(stored []Message, req *Request) (input, transcript []Message) {
+	if !req.Full {
+		transcript = make([]Message, 0, len(stored)+len(req.Messages))
+		transcript = append(append(transcript, stored...), req.Messages...)
+		return slices.Clone(req.Messages), transcript
+	}
+	n := 0
+	for n < len(stored) && n < len(req.Messages) && stored[n].Fingerprint() == req.Messages[n].Fingerprint() {
+		n++
+	}
+	if n < len(stored) {
+		n = 0 // diverged: the request's transcript stands on its own
+	}
+	return slices.Clone(req.Messages[n:]), req.Messages
+}
+
+// continuation returns the run that input continues: the session's last run,
+// waiting in input_required for tool results, when input is exactly one
+// result for each call it made. Otherwise nil: a new run.
+func (e *Engine) continuation(ctx context.Context, stored, input []Message, session string) *Run {
+	if len(stored) == 0 || len(input) == 0 {
+		return nil
+	}
+	last := stored[len(stored)-1]
+	if last.Role != RoleAssistant || len(last.ToolCalls) == 0 || last.RunID == "" {
+		return nil
+	}
+	want := make(map[string]bool, len(last.ToolCalls))
+	for _, c := range last.ToolCalls {
+		want[c.ID] = true
+	}
+	if len(input) != len(want) {
+		return nil
+	}
+	for _, m := range input {
+		if m.Role != RoleTool || !want[m.ToolCallID] {
+			return nil
+		}
+		delete(want, m.ToolCallID)
+	}
+	r, err := e.store.Run(ctx, last.RunID)
+	if err != nil || r.Status != StatusInputRequired || r.SessionID != session {
+		return nil
+	}
+	return r
+}
+
+func (e *Engine) register(lr *liveRun) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return Errorf(CodeUnavailable, "the bridge is shutting down")
+	}
+	if _, ok := e.live[lr.run.ID]; ok {
+		return Errorf(CodeConflict, "run %s is already running", lr.run.ID)
+	}
+	e.live[lr.run.ID] = lr
+	return nil
+}
+
+func (e *Engine) unregister(lr *liveRun) {
+	e.mu.Lock()
+	if e.live[lr.run.ID] == lr {
+		delete(e.live, lr.run.ID)
+	}
+	e.mu.Unlock()
+}
+
+func (e *Engine) liveRun(id string) *liveRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live[id]
+}
+
+// pump drives one upstream call of a run and commits its events.
+func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request) {
+	defer func() {
+		if lr.stopAfter != nil {
+			lr.stopAfter()
+		}
+		lr.cancel(nil)
+	}()
+	runID := lr.run.ID
+	if lr.seq == 0 && !e.emit(lr, Event{Kind: KindRunStarted, Source: SourceBridge}) {
+		e.finish(lr, &Final{Status: StatusFailed, Reason: "store failure"}, nil)
+		return
+	}
+	e.mapToolCallIDs(ctx, up, req)
+
+	var (
+		final *Final
+		asm   assembler
+	)
+	call, err := up.Open(ctx, req)
+	if err == nil {
+		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, call.Dropped...) })
+		for ev, serr := range call.Events {
+			if serr != nil {
+				err = serr
+				break
+			}
+			if lr.failed() {
+				err = Errorf(CodeInternal, "store failure")
+				break
+			}
+			switch ev.Kind {
+			case KindFinal:
+				if ev.Final != nil {
+					f := *ev.Final
+					final = &f
+					lr.update(func(r *Run) { r.Usage.Merge(f.Usage) })
+				}
+				continue
+			case KindUsage:
+				lr.update(func(r *Run) { r.Usage.Merge(ev.Usage) })
+			case KindMessageStarted:
+				if ev.ResponseID != "" {
+					lr.update(func(r *Run) {
+						if r.UpstreamRunID == "" {
+							r.UpstreamRunID = ev.ResponseID
+						}
+					})
+				}
+			case KindToolCallDone:
+				if ev.ToolCall != nil && ev.ToolCall.ID != "" {
+					e.recordToolCallID(ctx, up, ev.ToolCall.ID)
+				}
+			}
+			asm.add(&ev)
+			if ev.Source == "" {
+				ev.Source = SourceModel
+			}
+			if !e.emit(lr, ev) {
+				err = Errorf(CodeInternal, "store failure")
+				break
+			}
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		cause := context.Cause(ctx)
+		status := StatusCancelled
+		if errors.Is(cause, errShutdown) {
+			status = StatusInterrupted
+		}
+		final = &Final{Status: status, Reason: cause.Error()}
+	case err != nil:
+		be := AsError(err)
+		if be.Code == CodeInternal && !errors.As(err, new(*Error)) {
+			e.log.Error("upstream call failed", "run", runID, "upstream", up.Name(), "err", err)
+		}
+		final = &Final{Status: StatusFailed, Reason: be.Message, Error: be}
+	case final == nil:
+		final = &Final{Status: StatusFailed, Reason: "upstream stream ended without a final event",
+			Error: Errorf(CodeUpstream, "upstream stream ended without a final event")}
+	}
+	e.finish(lr, final, asm.message(runID, e.now().UTC()))
+}
+
+// finish commits the run's final event, its row and the assistant's
+// transcript message in one batch, then retires the live run.
+func (e *Engine) finish(lr *liveRun, f *Final, msg *Message) {
+	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1)}
+	if msg != nil {
+		p.msgs = []Message{*msg}
+	}
+	lr.seq++
+	now := e.now().UTC()
+	var run Run
+	lr.update(func(r *Run) {
+		if !r.Usage.IsZero() {
+			u := r.Usage
+			f.Usage = &u
+		}
+		r.Status, r.StopReason, r.Reason = f.Status, f.StopReason, f.Reason
+		r.Finished = now
+		r.LastSeq = lr.seq
+		run = *r
+	})
+	p.ev.RunID, p.ev.Seq, p.ev.Time = run.ID, lr.seq, now
+	p.run = &run
+	e.queue <- p
+	if err := <-p.done; err != nil {
+		e.log.Error("commit final event", "run", run.ID, "err", err)
+	}
+	e.unregister(lr)
+	lr.close()
+	e.log.Info("run ended", "run", run.ID, "session", run.SessionID, "status", run.Status,
+		"inbound", run.Inbound, "outbound", run.Outbound, "trace_id", run.TraceID)
+}
+
+// emit assigns ev its seq and queues it for the writer. It reports false
+// once the run's commits have failed.
+func (e *Engine) emit(lr *liveRun, ev Event) bool {
+	if lr.failed() {
+		return false
+	}
+	lr.seq++
+	ev.RunID, ev.Seq = lr.run.ID, lr.seq
+	if ev.Time.IsZero() {
+		ev.Time = e.now().UTC()
+	}
+	e.queue <- &pending{lr: lr, ev: ev}
+	return true
+}
+
+// mapToolCallIDs rewrites the tool-call ids of req's transcript into the ids
+// this upstream knows them by.
+func (e *Engine) mapToolCallIDs(ctx context.Context, up Upstream, req *Request) {
+	minter, _ := up.(ToolCallMinter)
+	cache := map[string]string{}
+	remote := func(local string) string {
+		if local == "" {
+			return ""
+		}
+		if r, ok := cache[local]; ok {
+			return r
+		}
+		r, err := e.store.RemoteID(ctx, IDToolCall, up.Name(), local)
+		if err != nil {
+			r = local
+			if minter != nil {
+				r = minter.MintToolCallID(local)
+				_ = e.store.PutID(ctx, IDMapping{Kind: IDToolCall, Scope: up.Name(), Local: local, Remote: r})
+			}
+		}
+		cache[local] = r
+		return r
+	}
+	var msgs []Message
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if len(m.ToolCalls) == 0 && m.ToolCallID == "" {
+			continue
+		}
+		if msgs == nil {
+			msgs = slices.Clone(req.Messages)
+		}
+		c := &msgs[i]
+		if len(c.ToolCalls) > 0 {
+			c.ToolCalls = slices.Clone(c.ToolCalls)
+			for j := range c.ToolCalls {
+				c.ToolCalls[j].ID = remote(c.ToolCalls[j].ID)
+			}
+		}
+		c.ToolCallID = remote(c.ToolCallID)
+	}
+	if msgs != nil {
+		req.Messages = msgs
+	}
+}
+
+// recordToolCallID keeps the id an upstream minted, so later turns send it
+// back the id it knows. The client sees the same id.
+func (e *Engine) recordToolCallID(ctx context.Context, up Upstream, id string) {
+	if err := e.store.PutID(ctx, IDMapping{Kind: IDToolCall, Scope: up.Name(), Local: id, Remote: id}); err != nil {
+		e.log.Warn("record tool call id", "upstream", up.Name(), "id", id, "err", err)
+	}
+}
+
+// Subscribe returns the committed events of run with seq > after, then
+// follows the live ones until the run ends: no gap, no duplicate at the
+// seam. The stream ends after the final event, or with ctx's error.
+func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
+	principal := PrincipalFromContext(ctx)
+	if lr := e.liveRun(runID); lr != nil {
+		if lr.run.Principal != principal {
+			return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
+		}
+		return lr.snapshot(), lr.follow(ctx, after), nil
+	}
+	run, err := e.store.Run(ctx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run.Principal != principal {
+		return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
+	}
+	if lr := e.liveRun(runID); lr != nil { // continued since the lookup
+		return lr.snapshot(), lr.follow(ctx, after), nil
+	}
+	return run, e.replay(ctx, runID, after), nil
+}
+
+// replay reads a finished run's events from the store, a page at a time.
+func (e *Engine) replay(ctx context.Context, runID string, after int64) Stream {
+	const page = 512
+	return func(yield func(Event, error) bool) {
+		for {
+			evs, err := e.store.Events(ctx, runID, after, page)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				after = ev.Seq
+			}
+			if len(evs) < page {
+				return
+			}
+		}
+	}
+}
+
+// Run returns a snapshot of a run, live or stored.
+func (e *Engine) Run(ctx context.Context, id string) (*Run, error) {
+	principal := PrincipalFromContext(ctx)
+	if lr := e.liveRun(id); lr != nil && lr.run.Principal == principal {
+		return lr.snapshot(), nil
+	}
+	r, err := e.store.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Principal != principal {
+		return nil, Errorf(CodeNotFound, "run %q not found", id)
+	}
+	return r, nil
+}
+
+// Abort cancels a running run; its final event says cancelled. It returns
+// once the final event is committed (or ctx is done). Aborting a run that
+// has ended is a no-op.
+func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
+	r, err := e.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	lr := e.liveRun(runID)
+	if lr == nil {
+		return r, nil
+	}
+	lr.cancel(errAborted)
+	select {
+	case <-lr.closed:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.Run(ctx, runID)
+}
+
+// RecordDropped adds to a run's list of what its translations dropped (the
+// inbound encoder learns it while rendering).
+func (e *Engine) RecordDropped(ctx context.Context, runID string, dropped []string) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	r, err := e.store.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	n := len(r.Dropped)
+	r.Dropped = appendUnique(r.Dropped, dropped...)
+	if len(r.Dropped) == n {
+		return nil
+	}
+	return e.store.Commit(ctx, &Batch{Runs: []*Run{r}})
+}
+
+// History returns a page of a session's transcript with its runs. before is
+// a cursor from an earlier page ("" for the newest page); limit <= 0 means
+// 100.
+func (e *Engine) History(ctx context.Context, sessionID, before string, limit int) (*HistoryPage, error) {
+	s, err := e.store.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if s.Principal != PrincipalFromContext(ctx) {
+		return nil, Errorf(CodeNotFound, "session %q not found", sessionID)
+	}
+	var pos int64
+	if before != "" {
+		pos, err = strconv.ParseInt(before, 10, 64)
+		if err != nil || pos <= 0 {
+			return nil, Errorf(CodeInvalid, "cursor %q is not one this server gave", before)
+		}
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	msgs, more, err := e.store.Messages(ctx, sessionID, pos, limit)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := e.store.ListRuns(ctx, RunFilter{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	inPage := make(map[string]bool)
+	for _, m := range msgs {
+		inPage[m.RunID] = true
+	}
+	page := &HistoryPage{Session: s, Messages: msgs, HasMore: more}
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		r := runs[i]
+		if !inPage[r.ID] {
+			continue
+		}
+		if lr := e.liveRun(r.ID); lr != nil {
+			r = lr.snapshot()
+		}
+		page.Runs = append(page.Runs, r)
+	}
+	if more && len(msgs) > 0 {
+		page.Cursor = positionOf(msgs[0].ID)
+	}
+	return page, nil
+}
+
+// positionOf turns a message id "m<pos>" into the cursor "<pos>".
+func positionOf(id string) string {
+	if len(id) > 1 && id[0] == 'm' {
+		return id[1:]
+	}
+	return id
+}
+
+// Close stops accepting runs, waits for running ones until ctx is done,
+// interrupts the rest, and stops the writer once every event is committed.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		<-e.writerDone
+		return nil
+	}
+	e.closing = true
+	e.mu.Unlock()
+
+	idle := make(chan struct{})
+	go func() { e.runs.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		e.mu.Lock()
+		for _, lr := range e.live {
+			lr.cancel(errShutdown)
+		}
+		e.mu.Unlock()
+		<-idle
+	}
+	close(e.queue)
+	<-e.writerDone
+	return nil
+}
+
+// appendUnique appends the items of add not yet in s.
+func appendUnique(s []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(s, a) {
+			s = append(s, a)
+		}
+	}
+	return s
+}

@@ -1,0 +1,186 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+)
+
+// liveRun is a run this process is driving. The pump goroutine assigns seqs
+// and sends events to the writer; the writer appends committed events to
+// events and wakes followers. Followers read events without copying: the
+// slice is only ever appended to.
+type liveRun struct {
+	cancel    context.CancelCauseFunc
+	stopAfter func() bool
+	closed    chan struct{} // closed after the final event is committed
+
+	seq int64 // last seq assigned; pump goroutine only
+
+	mu        sync.Mutex
+	run       *Run    // guarded by mu once the pump started
+	events    []Event // committed, events[i].Seq == base+i+1
+	base      int64   // seq of the event before events[0]
+	notify    chan struct{}
+	done      bool
+	commitErr error
+}
+
+func newLiveRun(run *Run, prev []Event, cancel context.CancelCauseFunc) *liveRun {
+	lr := &liveRun{
+		cancel: cancel,
+		closed: make(chan struct{}),
+		run:    run,
+		notify: make(chan struct{}),
+		events: make([]Event, 0, 64),
+	}
+	if n := len(prev); n > 0 {
+		lr.events = append(lr.events, prev...)
+		lr.base = prev[0].Seq - 1
+		lr.seq = prev[n-1].Seq
+	} else {
+		lr.seq = run.LastSeq
+		lr.base = run.LastSeq
+	}
+	return lr
+}
+
+// update changes the run under the lock, so snapshots stay consistent.
+func (lr *liveRun) update(f func(*Run)) {
+	lr.mu.Lock()
+	f(lr.run)
+	lr.mu.Unlock()
+}
+
+// snapshot copies the run, with LastSeq the last committed event.
+func (lr *liveRun) snapshot() *Run {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	r := *lr.run
+	r.Dropped = append([]string(nil), r.Dropped...)
+	r.LastSeq = lr.base + int64(len(lr.events))
+	return &r
+}
+
+func (lr *liveRun) failed() bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.commitErr != nil
+}
+
+// publish appends committed events and wakes followers. Writer only.
+func (lr *liveRun) publish(evs []Event, err error) {
+	lr.mu.Lock()
+	if err != nil {
+		lr.commitErr = err
+	} else {
+		lr.events = append(lr.events, evs...)
+	}
+	close(lr.notify)
+	lr.notify = make(chan struct{})
+	lr.mu.Unlock()
+}
+
+// close marks the run ended; followers drain what is committed and stop.
+func (lr *liveRun) close() {
+	lr.mu.Lock()
+	lr.done = true
+	close(lr.notify)
+	lr.notify = make(chan struct{})
+	lr.mu.Unlock()
+	close(lr.closed)
+}
+
+// follow yields committed events with seq > after, then live ones, until the
+// run ends or ctx is done.
+func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
+	return func(yield func(Event, error) bool) {
+		next := after // last seq yielded
+		for {
+			lr.mu.Lock()
+			evs, base, done, wake, cerr := lr.events, lr.base, lr.done, lr.notify, lr.commitErr
+			lr.mu.Unlock()
+			if next < base {
+				next = base // events before base are not ours to show (never happens for after >= 0 on a fresh run)
+			}
+			for i := next - base; i < int64(len(evs)); i++ {
+				if !yield(evs[i], nil) {
+					return
+				}
+				next = evs[i].Seq
+			}
+			if cerr != nil {
+				yield(Event{}, Errorf(CodeInternal, "the run's events could not be stored"))
+				return
+			}
+			if done {
+				return
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+// pending is one unit the writer commits: an event, and with a run's final
+// event the run's row and its transcript message.
+type pending struct {
+	lr   *liveRun
+	ev   Event
+	run  *Run
+	msgs []Message
+	done chan error
+}
+
+// writer commits queued events in batches: it takes whatever is queued, up
+// to maxBatch events, in one transaction, so an idle bridge adds no delay
+// and a busy one pays one transaction per batch rather than per event.
+// Only after the commit are the events published to followers.
+func (e *Engine) writer() {
+	defer close(e.writerDone)
+	batch := make([]*pending, 0, e.maxBatch)
+	b := &Batch{Events: make([]Event, 0, e.maxBatch)}
+	touched := make(map[*liveRun][]Event)
+	for first := range e.queue {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < e.maxBatch {
+			select {
+			case p, ok := <-e.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		b.Events, b.Runs, b.Messages = b.Events[:0], b.Runs[:0], b.Messages[:0]
+		for _, p := range batch {
+			b.Events = append(b.Events, p.ev)
+			if p.run != nil {
+				b.Runs = append(b.Runs, p.run)
+			}
+			b.Messages = append(b.Messages, p.msgs...)
+		}
+		err := e.store.Commit(context.Background(), b)
+		if err != nil {
+			e.log.Error("commit events", "events", len(b.Events), "err", err)
+		}
+		for _, p := range batch {
+			touched[p.lr] = append(touched[p.lr], p.ev)
+		}
+		for lr, evs := range touched {
+			lr.publish(evs, err)
+			delete(touched, lr)
+		}
+		for _, p := range batch {
+			if p.done != nil {
+				p.done <- err
+			}
+		}
+	}
+}

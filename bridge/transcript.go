@@ -1,0 +1,79 @@
+package bridge
+
+import (
+	"strings"
+	"time"
+)
+
+// assembler folds the events of one model step into the assistant message
+// the transcript keeps: reasoning (with its signature or encrypted form),
+// text, refusal and the complete tool calls, in the order they came.
+type assembler struct {
+	parts []Part
+	calls []ToolCall
+	text  strings.Builder // the open text or reasoning part
+	open  PartType        // type of the part being built, "" when none
+	sig   string
+	enc   string
+	op    *Opaque
+}
+
+func (a *assembler) flush() {
+	if a.open == "" {
+		return
+	}
+	p := Part{Type: a.open, Text: a.text.String(), Signature: a.sig, Encrypted: a.enc, Opaque: a.op}
+	if p.Text != "" || p.Signature != "" || p.Encrypted != "" || p.Opaque != nil {
+		a.parts = append(a.parts, p)
+	}
+	a.text.Reset()
+	a.open, a.sig, a.enc, a.op = "", "", "", nil
+}
+
+func (a *assembler) start(t PartType) {
+	if a.open != t {
+		a.flush()
+		a.open = t
+	}
+}
+
+func (a *assembler) add(ev *Event) {
+	switch ev.Kind {
+	case KindTextDelta:
+		t := PartText
+		if ev.Refusal {
+			t = PartRefusal
+		}
+		a.start(t)
+		a.text.WriteString(ev.Text)
+	case KindReasoningDelta:
+		// A signature or an encrypted block closes the reasoning it belongs to.
+		a.start(PartReasoning)
+		a.text.WriteString(ev.Text)
+		if ev.Signature != "" {
+			a.sig += ev.Signature
+		}
+		if ev.Encrypted != "" {
+			a.enc += ev.Encrypted
+		}
+		if ev.Opaque != nil {
+			a.op = ev.Opaque
+		}
+	case KindToolCallDone:
+		a.flush()
+		if ev.ToolCall != nil {
+			a.calls = append(a.calls, *ev.ToolCall)
+		}
+	case KindMessageDone:
+		a.flush()
+	}
+}
+
+// message returns the assistant message, or nil when the step said nothing.
+func (a *assembler) message(runID string, now time.Time) *Message {
+	a.flush()
+	if len(a.parts) == 0 && len(a.calls) == 0 {
+		return nil
+	}
+	return &Message{RunID: runID, Created: now, Role: RoleAssistant, Parts: a.parts, ToolCalls: a.calls}
+}

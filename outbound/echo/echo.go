@@ -1,0 +1,105 @@
+// Package echo is the built-in scripted upstream: a model that streams the
+// last user message back word by word, so a bridge with no account shows a
+// working stream. It speaks the event model directly; no wire is involved.
+package echo
+
+import (
+	"context"
+	"time"
+	"unicode"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// Dialect is the name of the echo upstream's dialect.
+const Dialect = "echo"
+
+// Upstream is the echo model. Delay paces the words (0: as fast as read).
+type Upstream struct {
+	Delay time.Duration
+}
+
+// Name implements bridge.Upstream.
+func (u *Upstream) Name() string { return "echo" }
+
+// Dialect implements bridge.Upstream.
+func (u *Upstream) Dialect() string { return Dialect }
+
+// Open implements bridge.Upstream: it answers with the text of the last user
+// message, one text_delta per word (with the space before it), then usage
+// counted in words, then a final with stop reason end_turn.
+func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	var text string
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == bridge.RoleUser {
+			text = req.Messages[i].Text()
+			break
+		}
+	}
+	words := Split(text)
+	model := req.Model
+	if model == "" {
+		model = "echo"
+	}
+	events := func(yield func(bridge.Event, error) bool) {
+		if !yield(bridge.Event{Kind: bridge.KindMessageStarted, Model: model}, nil) {
+			return
+		}
+		var t *time.Timer
+		if u.Delay > 0 {
+			t = time.NewTimer(u.Delay)
+			defer t.Stop()
+		}
+		for _, w := range words {
+			if t != nil {
+				select {
+				case <-t.C:
+					t.Reset(u.Delay)
+				case <-ctx.Done():
+					yield(bridge.Event{}, ctx.Err())
+					return
+				}
+			} else if ctx.Err() != nil {
+				yield(bridge.Event{}, ctx.Err())
+				return
+			}
+			if !yield(bridge.Event{Kind: bridge.KindTextDelta, Text: w}, nil) {
+				return
+			}
+		}
+		if !yield(bridge.Event{Kind: bridge.KindMessageDone}, nil) {
+			return
+		}
+		in := int64(0)
+		for _, m := range req.Messages {
+			in += int64(len(Split(m.Text())))
+		}
+		usage := &bridge.Usage{InputTokens: bridge.Int64(in), OutputTokens: bridge.Int64(int64(len(words))),
+			TotalTokens: bridge.Int64(in + int64(len(words)))}
+		if !yield(bridge.Event{Kind: bridge.KindUsage, Usage: usage}, nil) {
+			return
+		}
+		yield(bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}}, nil)
+	}
+	return &bridge.Call{Events: events}, nil
+}
+
+// Split cuts s into words, each but the first keeping the whitespace before
+// it, so the words concatenate back to s exactly.
+func Split(s string) []string {
+	var out []string
+	start := 0
+	word := false // the last rune was part of a word
+	for i, r := range s {
+		sp := unicode.IsSpace(r)
+		if sp && word && i > start {
+			out = append(out, s[start:i])
+			start = i
+		}
+		word = !sp
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}

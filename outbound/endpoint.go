@@ -1,0 +1,62 @@
+package outbound
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-kit/kit/endpoint"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// Endpoint adapts an upstream to a go-kit endpoint: the request is a
+// *bridge.Request, the response a *bridge.Call. An error means the upstream
+// did not answer, and is what a circuit breaker counts.
+func Endpoint(u bridge.Upstream) endpoint.Endpoint {
+	return func(ctx context.Context, req any) (any, error) {
+		r, ok := req.(*bridge.Request)
+		if !ok {
+			return nil, fmt.Errorf("outbound: request is %T, not *bridge.Request", req)
+		}
+		return u.Open(ctx, r)
+	}
+}
+
+// Wrap returns u with its Open going through the middlewares, outermost
+// first: Wrap(u, tracing, logging, breaker).
+func Wrap(u bridge.Upstream, mw ...endpoint.Middleware) bridge.Upstream {
+	if len(mw) == 0 {
+		return u
+	}
+	ep := Endpoint(u)
+	ep = endpoint.Chain(mw[0], mw[1:]...)(ep)
+	w := &wrapped{Upstream: u, ep: ep}
+	if m, ok := u.(bridge.ToolCallMinter); ok {
+		return &wrappedMinter{wrapped: w, m: m}
+	}
+	return w
+}
+
+type wrapped struct {
+	bridge.Upstream
+	ep endpoint.Endpoint
+}
+
+func (w *wrapped) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	resp, err := w.ep(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	call, ok := resp.(*bridge.Call)
+	if !ok {
+		return nil, fmt.Errorf("outbound: response is %T, not *bridge.Call", resp)
+	}
+	return call, nil
+}
+
+type wrappedMinter struct {
+	*wrapped
+	m bridge.ToolCallMinter
+}
+
+func (w *wrappedMinter) MintToolCallID(local string) string { return w.m.MintToolCallID(local) }
