@@ -1,0 +1,88 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// insertMessage appends m to the transcript of run's session with the
+// insertMessage statement st. created stands in for a zero m.Created.
+func insertMessage(ctx context.Context, st *sql.Stmt, run string, m *bridge.Message, created time.Time) error {
+	if !m.Created.IsZero() {
+		created = m.Created
+	}
+	c := *m
+	c.ID, c.RunID, c.Created = "", "", time.Time{} // kept in their own columns
+	payload, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("append message run=%s: encode: %w", run, err)
+	}
+	res, err := st.ExecContext(ctx, string(m.Role), payload, m.Fingerprint(), unixNano(created), run)
+	if err != nil {
+		return fmt.Errorf("append message run=%s: %w", run, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("append message run=%s: %w", run, err)
+	} else if n == 0 {
+		return bridge.Errorf(bridge.CodeNotFound, "append message: run %q not found", run)
+	}
+	return nil
+}
+
+// Messages returns the newest limit messages of session whose position is
+// below before (before <= 0: no bound), oldest first, and whether older
+// ones exist. limit <= 0 means all. Each message's ID is "m<position>".
+func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	fetch := int64(-1)
+	if limit > 0 {
+		fetch = int64(limit) + 1 // one more tells whether older ones exist
+	}
+	var msgs []bridge.Message
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT position, run_id, created, payload FROM messages
+			WHERE session_id = ? AND position < ? ORDER BY position DESC LIMIT ?`, session, before, fetch)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				pos, created int64
+				run          sql.NullString
+				payload      sql.RawBytes
+			)
+			if err := rows.Scan(&pos, &run, &created, &payload); err != nil {
+				return err
+			}
+			msgs = append(msgs, bridge.Message{})
+			m := &msgs[len(msgs)-1]
+			if err := json.Unmarshal(payload, m); err != nil {
+				return fmt.Errorf("decode position=%d: %w", pos, err)
+			}
+			m.ID = "m" + strconv.FormatInt(pos, 10)
+			m.RunID = run.String
+			m.Created = fromUnixNano(created)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("messages session=%s before=%d: %w", session, before, err)
+	}
+	more := limit > 0 && len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	slices.Reverse(msgs)
+	return msgs, more, nil
+}

@@ -1,0 +1,282 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+var _ bridge.Store = (*Store)(nil)
+
+// Options configures a Store. The zero value means the defaults.
+type Options struct {
+	// Now is the clock for times the store fills in itself (a zero Created
+	// of a session, run or message, the time a migration was applied).
+	// Default time.Now.
+	Now func() time.Time
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process before it fails. Default 5s.
+	BusyTimeout time.Duration
+	// ReadConns caps the pool of read connections. Default
+	// max(4, runtime.NumCPU()).
+	ReadConns int
+}
+
+// Store is a bridge.Store in one SQLite database file.
+//
+// A Store is safe for concurrent use by any number of goroutines. Every
+// method runs in its own transaction. Writes are serialized in the process
+// on a single connection, in the order callers arrive, so a write never fails
+// with SQLITE_BUSY because of another write of this Store; reads run on a
+// separate pool of connections, concurrently with each other and with the
+// writer, and see every write that returned before they began. Another
+// process writing the same file is tolerated but waits up to
+// Options.BusyTimeout for the lock.
+//
+// Close must be called once, after every other call has returned; it closes
+// the prepared statements and both connection pools.
+type Store struct {
+	w   *sql.DB // the one writer connection
+	r   *sql.DB // read connections (the writer itself for ":memory:")
+	now func() time.Time
+
+	// wsem is held by the one write transaction in progress; it guards the
+	// scratch state below.
+	wsem chan struct{}
+
+	// Statements prepared once on the writer connection.
+	insertEvent   *sql.Stmt
+	insertEvents  *sql.Stmt // eventChunk rows at once
+	updateRun     *sql.Stmt
+	bumpLastSeq   *sql.Stmt
+	insertMessage *sql.Stmt
+
+	// Scratch state of Commit, reused across batches (guarded by wsem).
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	seqs []runSeq
+	args []any
+	ends []int
+}
+
+// runSeq is the highest seq a batch holds for one run.
+type runSeq struct {
+	run string
+	seq int64
+}
+
+// Open opens (creating it if needed) the database file at path, applies the
+// migrations it lacks and prepares the write statements. path ":memory:"
+// opens a private in-memory database on one connection, for tests.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: open %s: path must not contain '?' or '#'", path)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.BusyTimeout <= 0 {
+		opt.BusyTimeout = 5 * time.Second
+	}
+	if opt.ReadConns <= 0 {
+		opt.ReadConns = max(4, runtime.NumCPU())
+	}
+
+	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1)}
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+
+	params := url.Values{}
+	params.Set("_journal_mode", "WAL")
+	params.Set("_busy_timeout", strconv.FormatInt(opt.BusyTimeout.Milliseconds(), 10))
+	params.Set("_synchronous", "NORMAL")
+	params.Set("_foreign_keys", "on")
+
+	memory := path == ":memory:"
+	wp := cloneValues(params)
+	wp.Set("_txlock", "immediate") // take the write lock at BEGIN, never upgrade
+	w, err := sql.Open("sqlite3", path+"?"+wp.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s.w = w
+	if memory {
+		s.r = w
+	} else {
+		rp := cloneValues(params)
+		rp.Set("_query_only", "on")
+		r, err := sql.Open("sqlite3", path+"?"+rp.Encode())
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		r.SetMaxOpenConns(opt.ReadConns)
+		r.SetMaxIdleConns(opt.ReadConns)
+		s.r = r
+	}
+
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v)+1)
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// init migrates the schema and prepares the write statements.
+func (s *Store) init(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	var err error
+	prepare := func(dst **sql.Stmt, query string) {
+		if err == nil {
+			*dst, err = s.w.PrepareContext(ctx, query)
+		}
+	}
+	prepare(&s.insertEvent, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
+		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)`)
+	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time) VALUES `+
+		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
+	prepare(&s.updateRun, `UPDATE runs SET status = ?, stop_reason = ?, reason = ?, usage = CAST(? AS TEXT),
+		dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?, finished = ?, last_seq = max(last_seq, ?)
+		WHERE id = ?`)
+	prepare(&s.bumpLastSeq, `UPDATE runs SET last_seq = max(last_seq, ?) WHERE id = ?`)
+	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created)
+		SELECT session_id, id, ?, CAST(? AS TEXT), ?, ? FROM runs WHERE id = ?`)
+	return err
+}
+
+// Close closes the prepared statements and the database. It must not be
+// called while other calls are in progress.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.updateRun, s.bumpLastSeq, s.insertMessage} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	// Readers first: the last connection to close checkpoints the WAL.
+	if s.r != nil && s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// write runs fn in a write transaction on the writer connection and commits
+// it when fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wsem }()
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in a transaction on a read connection, so every query of fn
+// sees one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// unixNano is t in unix nanoseconds; the zero time is 0.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromUnixNano reverses unixNano, in UTC.
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// constraint reports which constraint err violated: sqlite3.ErrConstraintUnique,
+// ErrConstraintPrimaryKey, ErrConstraintForeignKey..., or 0 for any other error.
+func constraint(err error) sqlite3.ErrNoExtended {
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrConstraint {
+		return se.ExtendedCode
+	}
+	return 0
+}
+
+// isDuplicate reports whether err is a primary-key or unique violation.
+func isDuplicate(err error) bool {
+	c := constraint(err)
+	return c == sqlite3.ErrConstraintPrimaryKey || c == sqlite3.ErrConstraintUnique
+}
+
+// marshalList marshals v, or returns nil (NULL) for an empty list.
+func marshalList(v []string) ([]byte, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(v)
+}
+
+// nullBytes returns b, or nil (NULL) when it is empty.
+func nullBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,274 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
+	"github.com/bridge-dev/bridge/storage/sqlite"
+)
+
+// MustOpen opens a store on path, closed when tb ends.
+func MustOpen(tb testing.TB, path string, opt sqlite.Options) *sqlite.Store {
+	tb.Helper()
+	s, err := sqlite.Open(tb.Context(), path, opt)
+	if err != nil {
+		tb.Fatalf("Open(%s): %v", path, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	bridgetest.TestStore(t, func(t *testing.T) bridge.Store {
+		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s // TestStore closes it
+	})
+}
+
+func TestStoreMemory(t *testing.T) {
+	bridgetest.TestStore(t, func(t *testing.T) bridge.Store {
+		s, err := sqlite.Open(t.Context(), ":memory:", sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+// rawDB opens the file directly, for looking at what the store wrote.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestWAL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	MustOpen(t, path, sqlite.Options{})
+	var mode string
+	if err := rawDB(t, path).QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+}
+
+func TestMigrationsReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	for i := range 3 {
+		s, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open #%d: %v", i+1, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close #%d: %v", i+1, err)
+		}
+	}
+	rows, err := rawDB(t, path).QueryContext(t.Context(), `SELECT version, name FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	type applied struct {
+		Version int
+		Name    string
+	}
+	var got []applied
+	for rows.Next() {
+		var a applied
+		if err := rows.Scan(&a.Version, &a.Name); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []applied{{1, "0001_init.sql"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	t0 := bridgetest.T0
+
+	sess := &bridge.Session{ID: "sess_1", Principal: "alice", Created: t0, Updated: t0, State: []byte(`{"a":1}`)}
+	run := &bridge.Run{ID: "run_1", SessionID: "sess_1", ClientRunID: "c1", Principal: "alice", Inbound: "openai",
+		Status: bridge.StatusRunning, Created: t0, Usage: bridge.Usage{InputTokens: bridge.Int64(3)}}
+	input := []bridge.Message{{RunID: "run_1", Created: t0, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}}}
+	events := bridgetest.TextDeltas("run_1", 1, 300)
+	ended := *run
+	ended.Status, ended.Finished, ended.LastSeq = bridge.StatusCompleted, t0.Add(time.Minute), 300
+	answer := bridge.Message{RunID: "run_1", Created: t0.Add(time.Minute), Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("yo")}}
+	mapping := bridge.IDMapping{Kind: bridge.IDToolCall, Scope: "claude", Local: "call_1", Remote: "toolu_1"}
+
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, run, input); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Events: events, Runs: []*bridge.Run{&ended}, Messages: []bridge.Message{answer}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutID(ctx, mapping); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = MustOpen(t, path, sqlite.Options{})
+	gotSess, err := s.Session(ctx, "sess_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(sess, gotSess); d != "" {
+		t.Errorf("Session mismatch (-want +got):\n%s", d)
+	}
+	gotRun, err := s.Run(ctx, "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(&ended, gotRun); d != "" {
+		t.Errorf("Run mismatch (-want +got):\n%s", d)
+	}
+	gotEvents, err := s.Events(ctx, "run_1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(events, gotEvents); d != "" {
+		t.Errorf("Events mismatch (-want +got):\n%s", d)
+	}
+	msgs, more, err := s.Messages(ctx, "sess_1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(append(input, answer), msgs, cmpopts.IgnoreFields(bridge.Message{}, "ID")); d != "" || more {
+		t.Errorf("Messages mismatch (more=%v) (-want +got):\n%s", more, d)
+	}
+	if remote, err := s.RemoteID(ctx, mapping.Kind, mapping.Scope, mapping.Local); err != nil || remote != mapping.Remote {
+		t.Errorf("RemoteID = %q, %v; want %q", remote, err, mapping.Remote)
+	}
+}
+
+// TestClock checks that times the caller leaves zero come from Options.Now.
+func TestClock(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	s := MustOpen(t, filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{Now: func() time.Time { return now }})
+
+	if err := s.CreateSession(ctx, &bridge.Session{ID: "sess_1"}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.Session(ctx, "sess_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sess.Created.Equal(now) || !sess.Updated.Equal(now) {
+		t.Errorf("session times = %v, %v; want %v", sess.Created, sess.Updated, now)
+	}
+	if err := s.CreateRun(ctx, &bridge.Run{ID: "run_1", SessionID: "sess_1", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Messages: []bridge.Message{{RunID: "run_1", Role: bridge.RoleUser}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(ctx, "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := s.Messages(ctx, "sess_1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Created.Equal(now) || len(msgs) != 1 || !msgs[0].Created.Equal(now) {
+		t.Errorf("run created %v, messages %+v; want times %v", r.Created, msgs, now)
+	}
+}
+
+// TestCommitCodes checks the codes a failed Commit reports.
+func TestCommitCodes(t *testing.T) {
+	ctx := t.Context()
+	s := MustOpen(t, filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err := s.CreateRun(ctx, &bridge.Run{ID: "run_1", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_1", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	// Large batches are written many rows per statement; a failure still
+	// names the event.
+	dupInChunk := bridgetest.TextDeltas("run_1", 3, 40)
+	dupInChunk[20].Seq = 2
+	tests := []struct {
+		name string
+		b    bridge.Batch
+		want bridge.Code
+		says string
+	}{
+		{"duplicate event", bridge.Batch{Events: bridgetest.TextDeltas("run_1", 2, 1)}, bridge.CodeConflict, "run=run_1 seq=2"},
+		{"duplicate event in a large batch", bridge.Batch{Events: dupInChunk}, bridge.CodeConflict, "run=run_1 seq=2"},
+		{"duplicate event at the end of a large batch", bridge.Batch{Events: bridgetest.TextDeltas("run_1", -37, 40)}, bridge.CodeConflict, "run=run_1 seq=1"},
+		{"event of unknown run", bridge.Batch{Events: bridgetest.TextDeltas("run_2", 1, 1)}, bridge.CodeNotFound, "run=run_2 seq=1"},
+		{"events of unknown run", bridge.Batch{Events: bridgetest.TextDeltas("run_2", 1, 40)}, bridge.CodeNotFound, "run=run_2 seq=1"},
+		{"unknown run", bridge.Batch{Runs: []*bridge.Run{{ID: "run_2", Status: bridge.StatusCompleted}}}, bridge.CodeNotFound, `"run_2"`},
+		{"message of unknown run", bridge.Batch{Messages: []bridge.Message{{RunID: "run_2", Role: bridge.RoleUser}}}, bridge.CodeNotFound, `"run_2"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Commit(ctx, &tt.b)
+			if got := bridge.ErrorCode(err); got != tt.want {
+				t.Errorf("Commit: code %s (%v), want %s", got, err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Commit: error %q does not say %q", err, tt.says)
+			}
+		})
+	}
+	evs, err := s.Events(ctx, "run_1", 0, 0)
+	if err != nil || len(evs) != 2 {
+		t.Errorf("after failed commits: %d events, %v; want 2", len(evs), err)
+	}
+}
+
+// TestCommitCanceled checks that a batch whose context ends writes nothing.
+func TestCommitCanceled(t *testing.T) {
+	s := MustOpen(t, filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err := s.CreateRun(t.Context(), &bridge.Run{ID: "run_1", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_1", 1, 100)}); err == nil {
+		t.Errorf("Commit with a canceled context succeeded")
+	}
+	evs, err := s.Events(t.Context(), "run_1", 0, 0)
+	if err != nil || len(evs) != 0 {
+		t.Errorf("after a canceled commit: %d events, %v; want none", len(evs), err)
+	}
+}
