@@ -34,12 +34,12 @@ const Dialect = "openai"
 //   func NewStreamEncoder(w io.Writer, opt StreamOptions) *StreamEncoder
 
 var (
-	_ func([]byte) (*bridge.Request, error)                  = DecodeRequest
-	_ func(*bridge.Request) ([]byte, []string, error)        = EncodeRequest
-	_ func(io.Reader) bridge.Stream                          = DecodeStream
-	_ func(io.Writer, StreamOptions) *StreamEncoder          = NewStreamEncoder
-	_ func(*bridge.Error) (int, []byte)                      = EncodeError
-	_ func(int, []byte) *bridge.Error                        = DecodeError
-	_ func(StreamOptions) *Accumulator                       = NewAccumulator
-	_ func(*bridge.HistoryPage) ([]byte, error)              = EncodeHistory
+	_ func([]byte) (*bridge.Request, error)           = DecodeRequest
+	_ func(*bridge.Request) ([]byte, []string, error) = EncodeRequest
+	_ func(io.Reader) bridge.Stream                   = DecodeStream
+	_ func(io.Writer, StreamOptions) *StreamEncoder   = NewStreamEncoder
+	_ func(*bridge.Error) (int, []byte)               = EncodeError
+	_ func(int, []byte) *bridge.Error                 = DecodeError
+	_ func(StreamOptions) *Accumulator                = NewAccumulator
+	_ func(*bridge.HistoryPage) ([]byte, error)       = EncodeHistory
 )

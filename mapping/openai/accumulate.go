@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"strings"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// Accumulator folds a run's events into one non-streaming chat.completion
+// object, for a client that did not ask for a stream. It is not safe for
+// concurrent use.
+type Accumulator struct {
+	opt       StreamOptions
+	content   strings.Builder
+	refusal   strings.Builder
+	reasoning strings.Builder
+	calls     []*accCall
+	usage     bridge.Usage
+	final     *bridge.Final
+	err       *bridge.Error // from an error event
+	dropped   []string
+}
+
+type accCall struct {
+	hub     int
+	id      string
+	name    string
+	args    strings.Builder
+	done    bool // args hold the complete text from tool_call_done
+	retired bool
+}
+
+// NewAccumulator folds events into a non-streaming chat.completion object.
+func NewAccumulator(opt StreamOptions) *Accumulator { return &Accumulator{opt: opt} }
+
+// Add folds one event in. Events after a final are ignored.
+func (a *Accumulator) Add(ev *bridge.Event) {
+	if ev == nil || a.final != nil {
+		return
+	}
+	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
+		a.dropped = addDropped(a.dropped, "opaque:"+dialectName(ev.Opaque.Dialect))
+	}
+	switch ev.Kind {
+	case bridge.KindMessageStarted:
+		if a.opt.ID == "" {
+			a.opt.ID = ev.ResponseID
+		}
+		if a.opt.Model == "" {
+			a.opt.Model = ev.Model
+		}
+	case bridge.KindTextDelta:
+		if ev.Refusal {
+			a.refusal.WriteString(ev.Text)
+		} else {
+			a.content.WriteString(ev.Text)
+		}
+	case bridge.KindReasoningDelta:
+		if ev.Signature != "" {
+			a.dropped = addDropped(a.dropped, "reasoning.signature")
+		}
+		if ev.Encrypted != "" {
+			a.dropped = addDropped(a.dropped, "reasoning.encrypted")
+		}
+		a.reasoning.WriteString(ev.Text)
+	case bridge.KindToolCallStarted, bridge.KindToolCallDelta, bridge.KindToolCallDone:
+		if ev.Source == bridge.SourceAgent {
+			a.dropped = addDropped(a.dropped, "agent_tool_call")
+			return
+		}
+		a.toolCall(ev)
+	case bridge.KindUsage:
+		a.usage.Merge(ev.Usage)
+	case bridge.KindToolResult, bridge.KindArtifact, bridge.KindStateUpdate:
+		a.dropped = addDropped(a.dropped, string(ev.Kind))
+	case bridge.KindError:
+		if a.err == nil {
+			a.err = ev.Error
+			if a.err == nil {
+				a.err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
+			}
+		}
+	case bridge.KindFinal:
+		f := ev.Final
+		if f == nil {
+			f = &bridge.Final{Status: bridge.StatusCompleted}
+		}
+		a.final = f
+		a.usage.Merge(f.Usage)
+	}
+}
+
+func (a *Accumulator) toolCall(ev *bridge.Event) {
+	tc := ev.ToolCall
+	if tc == nil {
+		return
+	}
+	var c *accCall
+	for i := len(a.calls) - 1; i >= 0; i-- {
+		if a.calls[i].hub == tc.Index && !a.calls[i].retired {
+			c = a.calls[i]
+			break
+		}
+	}
+	if c != nil && ev.Kind == bridge.KindToolCallStarted && tc.ID != "" && c.id != "" && tc.ID != c.id {
+		c.retired = true // the same index in a later model step
+		c = nil
+	}
+	if c == nil {
+		c = &accCall{hub: tc.Index}
+		a.calls = append(a.calls, c)
+	}
+	if c.id == "" {
+		c.id = tc.ID
+	}
+	if c.name == "" {
+		c.name = tc.Name
+	}
+	switch ev.Kind {
+	case bridge.KindToolCallStarted, bridge.KindToolCallDelta:
+		if !c.done {
+			c.args.WriteString(tc.Arguments)
+		}
+	case bridge.KindToolCallDone:
+		// The complete text wins over the fragments.
+		c.args.Reset()
+		c.args.WriteString(tc.Arguments)
+		c.done = true
+	}
+}
+
+// Dropped lists what the events held that a chat.completion cannot express
+// (the same entries as StreamEncoder.Dropped).
+func (a *Accumulator) Dropped() []string { return a.dropped }
+
+// Response renders the chat.completion object. A run that did not succeed
+// (a final failed, cancelled or interrupted, or no final at all) returns
+// its *bridge.Error instead, for the caller to render with EncodeError.
+func (a *Accumulator) Response() ([]byte, error) {
+	if a.final == nil {
+		if a.err != nil {
+			return nil, a.err
+		}
+		return nil, bridge.Errorf(bridge.CodeInternal, "run ended without a final event")
+	}
+	if err := finalError(a.final); err != nil {
+		if a.final.Status == bridge.StatusFailed && a.final.Error == nil && a.err != nil {
+			return nil, a.err
+		}
+		return nil, err
+	}
+	reason, drop := finishReason(a.final)
+	if drop != "" {
+		a.dropped = addDropped(a.dropped, drop)
+	}
+
+	msg := newObj()
+	msg.str("role", "assistant")
+	if a.content.Len() > 0 {
+		msg.str("content", a.content.String())
+	} else {
+		msg.raw("content", []byte("null"))
+	}
+	if a.refusal.Len() > 0 {
+		msg.str("refusal", a.refusal.String())
+	} else {
+		msg.raw("refusal", []byte("null"))
+	}
+	if a.reasoning.Len() > 0 {
+		msg.str("reasoning_content", a.reasoning.String())
+	}
+	if len(a.calls) > 0 {
+		msg.key("tool_calls")
+		msg.b = append(msg.b, '[')
+		for i := range a.calls {
+			c := a.calls[i]
+			if i > 0 {
+				msg.b = append(msg.b, ',')
+			}
+			f := newObj()
+			f.str("name", c.name)
+			f.str("arguments", c.args.String())
+			t := newObj()
+			t.str("id", c.id)
+			t.str("type", "function")
+			t.raw("function", f.end())
+			msg.b = append(msg.b, t.end()...)
+		}
+		msg.b = append(msg.b, ']')
+	}
+
+	choice := newObj()
+	choice.int("index", 0)
+	choice.raw("message", msg.end())
+	choice.raw("logprobs", []byte("null"))
+	choice.str("finish_reason", reason)
+
+	w := newObj()
+	w.str("id", a.opt.ID)
+	w.str("object", "chat.completion")
+	w.int("created", a.opt.Created)
+	w.str("model", a.opt.Model)
+	w.key("choices")
+	w.b = append(w.b, '[')
+	w.b = append(w.b, choice.end()...)
+	w.b = append(w.b, ']')
+	w.raw("usage", appendUsage(nil, &a.usage))
+	return w.end(), nil
+}

@@ -1,0 +1,249 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// errorRow is one line of the two-way error table.
+type errorRow struct {
+	code   bridge.Code
+	status int
+	typ    string // OpenAI error type
+	wire   string // OpenAI error code, "" for null
+}
+
+// errorTable maps every bridge code to an HTTP status and an OpenAI error
+// type (and, where the type alone is ambiguous, an error code).
+var errorTable = []errorRow{
+	{bridge.CodeInvalid, http.StatusBadRequest, "invalid_request_error", ""},
+	{bridge.CodeUnauthenticated, http.StatusUnauthorized, "authentication_error", ""},
+	{bridge.CodePermissionDenied, http.StatusForbidden, "permission_error", ""},
+	{bridge.CodeNotFound, http.StatusNotFound, "not_found_error", ""},
+	{bridge.CodeConflict, http.StatusConflict, "invalid_request_error", "conflict"},
+	{bridge.CodeTooLarge, http.StatusRequestEntityTooLarge, "invalid_request_error", ""},
+	{bridge.CodeRateLimited, http.StatusTooManyRequests, "rate_limit_error", ""},
+	{bridge.CodeUnsupported, http.StatusBadRequest, "invalid_request_error", "unsupported"},
+	{bridge.CodeUpstream, http.StatusBadGateway, "server_error", ""},
+	{bridge.CodeUnavailable, http.StatusServiceUnavailable, "service_unavailable_error", ""},
+	{bridge.CodeTimeout, http.StatusGatewayTimeout, "server_error", "timeout"},
+	{bridge.CodeCanceled, 499, "invalid_request_error", "cancelled"},
+	{bridge.CodeInternal, http.StatusInternalServerError, "server_error", ""},
+}
+
+func rowOf(c bridge.Code) errorRow {
+	for _, r := range errorTable {
+		if r.code == c {
+			return r
+		}
+	}
+	return errorTable[len(errorTable)-1] // internal
+}
+
+// EncodeError renders err as an OpenAI error response: the HTTP status and
+// the body {"error":{"message","type","param","code"}}. Status, Type, Param
+// and UpstreamCode that err carries from an upstream are passed through
+// unchanged; the table fills in what is missing.
+func EncodeError(err *bridge.Error) (status int, body []byte) {
+	if err == nil {
+		err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
+	}
+	row := rowOf(err.Code)
+	status, typ, code := row.status, row.typ, row.wire
+	if err.Status >= 400 && err.Status <= 599 {
+		status = err.Status
+	}
+	if err.Type != "" {
+		typ = err.Type
+	}
+	if err.UpstreamCode != "" {
+		code = err.UpstreamCode
+	}
+	return status, errorBody(err.Message, typ, err.Param, code)
+}
+
+func errorBody(message, typ, param, code string) []byte {
+	w := newObj()
+	w.str("message", message)
+	w.str("type", typ)
+	if param != "" {
+		w.str("param", param)
+	} else {
+		w.raw("param", []byte("null"))
+	}
+	if code != "" {
+		w.str("code", code)
+	} else {
+		w.raw("code", []byte("null"))
+	}
+	out := newObj()
+	out.raw("error", w.end())
+	return out.end()
+}
+
+// maxErrorText bounds the message kept from a body that is not an OpenAI
+// error object.
+const maxErrorText = 512
+
+// DecodeError reads an upstream's error response (a non-2xx status and its
+// body) into a *bridge.Error that keeps the upstream's Status, Type, Param
+// and code. The Code comes from the status; with status 0 (an error inside
+// a stream) it comes from a numeric code, else from the error type.
+func DecodeError(status int, body []byte) *bridge.Error {
+	e := &bridge.Error{Status: status}
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	parsed := false
+	if checkDepth(body, maxDepth) == nil && json.Unmarshal(body, &env) == nil && len(env.Error) > 0 && !isNull(env.Error) {
+		parsed = fillError(e, env.Error)
+	} else if jsonKind(body) == '{' && json.Valid(body) && checkDepth(body, maxDepth) == nil {
+		// A bare error object, as some servers (and `event: error`) send.
+		parsed = fillError(e, body)
+	}
+	if !parsed {
+		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+	}
+	if e.Message == "" {
+		e.Message = "upstream error"
+		if status != 0 {
+			e.Message = "upstream returned status " + strconv.Itoa(status)
+			if t := http.StatusText(status); t != "" {
+				e.Message += " (" + t + ")"
+			}
+		}
+	}
+	e.Code = classify(e.Status, e.Type, e.UpstreamCode)
+	return e
+}
+
+// fillError reads {message,type,param,code} (or a bare string) into e.
+func fillError(e *bridge.Error, raw []byte) bool {
+	if jsonKind(raw) == '"' {
+		s, err := asString(raw, "")
+		e.Message = truncate(s, 4*maxErrorText)
+		return err == nil
+	}
+	var o struct {
+		Message json.RawMessage `json:"message"`
+		Type    json.RawMessage `json:"type"`
+		Param   json.RawMessage `json:"param"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if jsonKind(raw) != '{' || json.Unmarshal(raw, &o) != nil {
+		return false
+	}
+	e.Message = truncate(scalarText(o.Message), 4*maxErrorText)
+	e.Type = scalarText(o.Type)
+	e.Param = scalarText(o.Param)
+	e.UpstreamCode = scalarText(o.Code)
+	if e.Status == 0 && isNumber(o.Code) {
+		if n, err := strconv.Atoi(e.UpstreamCode); err == nil && n >= 400 && n <= 599 {
+			e.Status = n
+		}
+	}
+	return true
+}
+
+// scalarText is the text of a string or number, "" for anything else.
+func scalarText(raw json.RawMessage) string {
+	switch {
+	case jsonKind(raw) == '"':
+		s, _ := asString(raw, "")
+		return s
+	case isNumber(raw):
+		return string(compact(raw))
+	}
+	return ""
+}
+
+// classify picks the bridge code of an upstream error.
+func classify(status int, typ, code string) bridge.Code {
+	switch {
+	case status == 0:
+		return classifyType(typ, code)
+	case status == http.StatusBadRequest:
+		if code == "unsupported" {
+			return bridge.CodeUnsupported
+		}
+		return bridge.CodeInvalid
+	case status == http.StatusUnauthorized:
+		return bridge.CodeUnauthenticated
+	case status == http.StatusForbidden:
+		return bridge.CodePermissionDenied
+	case status == http.StatusNotFound:
+		return bridge.CodeNotFound
+	case status == http.StatusRequestTimeout:
+		return bridge.CodeTimeout
+	case status == http.StatusConflict:
+		return bridge.CodeConflict
+	case status == http.StatusRequestEntityTooLarge:
+		return bridge.CodeTooLarge
+	case status == http.StatusTooManyRequests:
+		return bridge.CodeRateLimited
+	case status == 499:
+		return bridge.CodeCanceled
+	case status == http.StatusServiceUnavailable:
+		return bridge.CodeUnavailable
+	case status == http.StatusGatewayTimeout:
+		return bridge.CodeTimeout
+	case status >= 500:
+		// An upstream's own 500 is, to the bridge, a bad gateway.
+		return bridge.CodeUpstream
+	}
+	return bridge.CodeInvalid
+}
+
+// classifyType picks a code from the error type and code alone.
+func classifyType(typ, code string) bridge.Code {
+	switch code {
+	case "timeout":
+		return bridge.CodeTimeout
+	case "cancelled", "run_cancelled":
+		return bridge.CodeCanceled
+	case "conflict":
+		return bridge.CodeConflict
+	case "unsupported":
+		return bridge.CodeUnsupported
+	case "rate_limit_exceeded", "insufficient_quota":
+		return bridge.CodeRateLimited
+	case "context_length_exceeded":
+		return bridge.CodeInvalid
+	}
+	switch typ {
+	case "invalid_request_error", "BadRequestError":
+		return bridge.CodeInvalid
+	case "authentication_error":
+		return bridge.CodeUnauthenticated
+	case "permission_error":
+		return bridge.CodePermissionDenied
+	case "not_found_error":
+		return bridge.CodeNotFound
+	case "rate_limit_error", "insufficient_quota", "tokens", "requests":
+		return bridge.CodeRateLimited
+	case "service_unavailable_error", "overloaded_error":
+		return bridge.CodeUnavailable
+	}
+	return bridge.CodeUpstream
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	// Drop the tail of a rune the cut split (at most 3 bytes).
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}

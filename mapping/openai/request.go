@@ -1,0 +1,740 @@
+package openai
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// The request fields DecodeRequest maps onto hub fields. Every other
+// top-level field (including "n", "max_tokens" and the OpenAI-only
+// parameters such as logprobs or service_tier) is kept verbatim in
+// Request.Extra.
+var mappedFields = map[string]bool{
+	"model": true, "messages": true, "tools": true, "tool_choice": true,
+	"parallel_tool_calls": true, "stream": true, "stream_options": true,
+	"max_completion_tokens": true, "temperature": true, "top_p": true,
+	"stop": true, "seed": true, "reasoning_effort": true, "metadata": true,
+	"user": true, "response_format": true,
+}
+
+// keyMaxTokens is the legacy token-limit field. When a client sends it,
+// DecodeRequest sets Request.MaxTokens from it (so every dialect reads the
+// limit there) and also keeps it in Extra: its presence there is the record
+// that the client used max_tokens rather than max_completion_tokens, so
+// EncodeRequest writes the key the client chose.
+const keyMaxTokens = "max_tokens"
+
+// DecodeRequest parses a Chat Completions request body (wire -> hub).
+// Malformed input is a *bridge.Error with CodeInvalid naming the field.
+// Unknown top-level fields go to Request.Extra (ExtraDialect "openai");
+// unknown message fields to Message.Opaque.
+func DecodeRequest(body []byte) (*bridge.Request, error) {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
+	}
+	if err := checkDepth(body, maxDepth); err != nil {
+		return nil, err
+	}
+	if jsonKind(body) != '{' {
+		if !json.Valid(body) {
+			return nil, syntaxErr("request body", json.Unmarshal(body, new(any)))
+		}
+		return nil, typeErr("request body", "object", body)
+	}
+	var top object
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, syntaxErr("request body", err)
+	}
+	d := reqDecoder{req: &bridge.Request{Inbound: Dialect}}
+	if err := d.decode(top); err != nil {
+		return nil, err
+	}
+	return d.req, nil
+}
+
+type reqDecoder struct {
+	req *bridge.Request
+}
+
+// drop records a field the hub cannot carry.
+func (d *reqDecoder) drop(path string) { d.req.Dropped = append(d.req.Dropped, path) }
+
+func (d *reqDecoder) extra(k string, v json.RawMessage) {
+	if d.req.Extra == nil {
+		d.req.Extra = map[string]json.RawMessage{}
+		d.req.ExtraDialect = Dialect
+	}
+	d.req.Extra[k] = v
+}
+
+func (d *reqDecoder) decode(top object) error {
+	req := d.req
+	raw, ok := top["model"]
+	if !ok || isNull(raw) {
+		return bridge.Errorf(bridge.CodeInvalid, "model: required")
+	}
+	model, err := asString(raw, "model")
+	if err != nil {
+		return err
+	}
+	if model == "" {
+		return bridge.Errorf(bridge.CodeInvalid, "model: required")
+	}
+	req.Model = model
+
+	raw, ok = top["messages"]
+	if !ok || isNull(raw) {
+		return bridge.Errorf(bridge.CodeInvalid, "messages: required")
+	}
+	msgs, err := asArray(raw, "messages")
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return bridge.Errorf(bridge.CodeInvalid, "messages: must not be empty")
+	}
+	req.Messages = make([]bridge.Message, 0, len(msgs))
+	for i, m := range msgs {
+		msg, err := d.message(m, i)
+		if err != nil {
+			return err
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+
+	if raw, ok := top["n"]; ok && !isNull(raw) {
+		n, err := asInt(raw, "n")
+		if err != nil {
+			return err
+		}
+		if n > 1 {
+			return bridge.Errorf(bridge.CodeUnsupported, "n: n>1 is not supported")
+		}
+	}
+
+	if err := d.tools(top); err != nil {
+		return err
+	}
+	if err := d.toolChoice(top); err != nil {
+		return err
+	}
+	if err := optBool(top, "", "parallel_tool_calls", &req.ParallelToolCalls); err != nil {
+		return err
+	}
+	if raw, ok := top["stream"]; ok && !isNull(raw) {
+		if req.Stream, err = asBool(raw, "stream"); err != nil {
+			return err
+		}
+	}
+	if err := d.streamOptions(top); err != nil {
+		return err
+	}
+	if err := d.maxTokens(top); err != nil {
+		return err
+	}
+	if err := optFloat(top, "", "temperature", &req.Temperature); err != nil {
+		return err
+	}
+	if err := optFloat(top, "", "top_p", &req.TopP); err != nil {
+		return err
+	}
+	if err := d.stop(top); err != nil {
+		return err
+	}
+	if raw, ok := top["seed"]; ok && !isNull(raw) {
+		v, err := asInt(raw, "seed")
+		if err != nil {
+			return err
+		}
+		req.Seed = &v
+	}
+	if err := optString(top, "", "reasoning_effort", &req.ReasoningEffort); err != nil {
+		return err
+	}
+	if err := optString(top, "", "user", &req.User); err != nil {
+		return err
+	}
+	if raw, ok := top["metadata"]; ok && !isNull(raw) {
+		o, err := asObject(raw, "metadata")
+		if err != nil {
+			return err
+		}
+		req.Metadata = make(map[string]string, len(o))
+		for _, k := range sortedKeys(o) {
+			s, err := asString(o[k], "metadata."+k)
+			if err != nil {
+				return err
+			}
+			req.Metadata[k] = s
+		}
+	}
+	if raw, ok := top["response_format"]; ok && !isNull(raw) {
+		if jsonKind(raw) != '{' {
+			return typeErr("response_format", "object", raw)
+		}
+		req.ResponseFormat = compact(raw)
+	}
+
+	for k, v := range top {
+		if !mappedFields[k] {
+			d.extra(k, compact(v))
+		}
+	}
+	return nil
+}
+
+func (d *reqDecoder) maxTokens(top object) error {
+	req := d.req
+	var legacy *int64
+	if err := optInt(top, "", keyMaxTokens, &legacy); err != nil {
+		return err
+	}
+	if err := optInt(top, "", "max_completion_tokens", &req.MaxTokens); err != nil {
+		return err
+	}
+	if req.MaxTokens == nil {
+		req.MaxTokens = legacy
+	}
+	// A null max_tokens means "not set": leave it out of Extra too.
+	if raw, ok := top[keyMaxTokens]; ok && isNull(raw) {
+		delete(top, keyMaxTokens)
+	}
+	return nil
+}
+
+func (d *reqDecoder) streamOptions(top object) error {
+	raw, ok := top["stream_options"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	o, err := asObject(raw, "stream_options")
+	if err != nil {
+		return err
+	}
+	var rest []string
+	for k, v := range o {
+		if k != "include_usage" {
+			rest = append(rest, k)
+			continue
+		}
+		if isNull(v) {
+			continue
+		}
+		if d.req.IncludeUsage, err = asBool(v, "stream_options.include_usage"); err != nil {
+			return err
+		}
+	}
+	if len(rest) > 0 {
+		// Kept for a same-dialect upstream; EncodeRequest merges them into
+		// the stream_options it always sends.
+		d.extra("stream_options", rawObject(o, rest))
+	}
+	return nil
+}
+
+func (d *reqDecoder) stop(top object) error {
+	raw, ok := top["stop"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if jsonKind(raw) == '"' {
+		s, err := asString(raw, "stop")
+		if err != nil {
+			return err
+		}
+		d.req.Stop = []string{s}
+		return nil
+	}
+	arr, err := asArray(raw, "stop")
+	if err != nil {
+		return bridge.Errorf(bridge.CodeInvalid, "stop: expected string or array, got %s", kindName(raw))
+	}
+	d.req.Stop = make([]string, 0, len(arr))
+	for i, v := range arr {
+		s, err := asString(v, "stop["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return err
+		}
+		d.req.Stop = append(d.req.Stop, s)
+	}
+	return nil
+}
+
+func (d *reqDecoder) tools(top object) error {
+	raw, ok := top["tools"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	arr, err := asArray(raw, "tools")
+	if err != nil {
+		return err
+	}
+	d.req.Tools = make([]bridge.Tool, 0, len(arr))
+	for i, v := range arr {
+		path := "tools[" + strconv.Itoa(i) + "]"
+		o, err := asObject(v, path)
+		if err != nil {
+			return err
+		}
+		if t, ok := o["type"]; ok {
+			typ, err := asString(t, path+".type")
+			if err != nil {
+				return err
+			}
+			if typ != "function" {
+				return bridge.Errorf(bridge.CodeUnsupported, "%s.type: tool type %q is not supported (only function)", path, typ)
+			}
+		}
+		fn, ok := o["function"]
+		if !ok {
+			return bridge.Errorf(bridge.CodeInvalid, "%s.function: required", path)
+		}
+		f, err := asObject(fn, path+".function")
+		if err != nil {
+			return err
+		}
+		var t bridge.Tool
+		if t.Name, err = reqString(f, "name", path+".function"); err != nil {
+			return err
+		}
+		if err := optString(f, path+".function", "description", &t.Description); err != nil {
+			return err
+		}
+		if p, ok := f["parameters"]; ok && !isNull(p) {
+			if jsonKind(p) != '{' {
+				return typeErr(path+".function.parameters", "object", p)
+			}
+			t.Parameters = compact(p)
+		}
+		if err := optBool(f, path+".function", "strict", &t.Strict); err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(o) {
+			if k != "type" && k != "function" {
+				d.drop(path + "." + k)
+			}
+		}
+		for _, k := range sortedKeys(f) {
+			switch k {
+			case "name", "description", "parameters", "strict":
+			default:
+				d.drop(path + ".function." + k)
+			}
+		}
+		d.req.Tools = append(d.req.Tools, t)
+	}
+	return nil
+}
+
+func (d *reqDecoder) toolChoice(top object) error {
+	raw, ok := top["tool_choice"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if jsonKind(raw) == '"' {
+		s, _ := asString(raw, "tool_choice")
+		switch s {
+		case "none", "auto", "required":
+			d.req.ToolChoice = &bridge.ToolChoice{Mode: bridge.ToolChoiceMode(s)}
+			return nil
+		}
+		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: unknown value %q", s)
+	}
+	o, err := asObject(raw, "tool_choice")
+	if err != nil {
+		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: expected string or object, got %s", kindName(raw))
+	}
+	typ, err := reqString(o, "type", "tool_choice")
+	if err != nil {
+		return err
+	}
+	if typ != "function" {
+		return bridge.Errorf(bridge.CodeUnsupported, "tool_choice.type: %q is not supported (only function)", typ)
+	}
+	fn, ok := o["function"]
+	if !ok {
+		return bridge.Errorf(bridge.CodeInvalid, "tool_choice.function: required")
+	}
+	f, err := asObject(fn, "tool_choice.function")
+	if err != nil {
+		return err
+	}
+	name, err := reqString(f, "name", "tool_choice.function")
+	if err != nil {
+		return err
+	}
+	d.req.ToolChoice = &bridge.ToolChoice{Mode: bridge.ToolChoiceTool, Name: name}
+	return nil
+}
+
+// The message fields DecodeRequest maps, by role; any other field of a
+// message goes to Message.Opaque.
+var messageFields = map[bridge.Role][]string{
+	bridge.RoleSystem:    {"role", "content", "name"},
+	bridge.RoleDeveloper: {"role", "content", "name"},
+	bridge.RoleUser:      {"role", "content", "name"},
+	bridge.RoleAssistant: {"role", "content", "name", "tool_calls", "reasoning_content"},
+	bridge.RoleTool:      {"role", "content", "name", "tool_call_id"},
+}
+
+func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error) {
+	path := "messages[" + strconv.Itoa(i) + "]"
+	var msg bridge.Message
+	o, err := asObject(raw, path)
+	if err != nil {
+		return msg, err
+	}
+	role, err := reqString(o, "role", path)
+	if err != nil {
+		return msg, err
+	}
+	msg.Role = bridge.Role(role)
+	fields, ok := messageFields[msg.Role]
+	if !ok {
+		if role == "function" {
+			return msg, bridge.Errorf(bridge.CodeUnsupported, "%s.role: the legacy role \"function\" is not supported; use tool messages", path)
+		}
+		return msg, bridge.Errorf(bridge.CodeInvalid, "%s.role: unknown role %q", path, role)
+	}
+	if err := optString(o, path, "name", &msg.Name); err != nil {
+		return msg, err
+	}
+	if raw, ok := o["content"]; ok {
+		if err := d.content(&msg, raw, path+".content"); err != nil {
+			return msg, err
+		}
+	}
+	switch msg.Role {
+	case bridge.RoleAssistant:
+		var reasoning string
+		if err := optString(o, path, "reasoning_content", &reasoning); err != nil {
+			return msg, err
+		}
+		if reasoning != "" {
+			msg.Parts = append([]bridge.Part{{Type: bridge.PartReasoning, Text: reasoning}}, msg.Parts...)
+		}
+		if raw, ok := o["tool_calls"]; ok && !isNull(raw) {
+			if msg.ToolCalls, err = d.toolCalls(raw, path+".tool_calls"); err != nil {
+				return msg, err
+			}
+		}
+	case bridge.RoleTool:
+		if msg.ToolCallID, err = reqString(o, "tool_call_id", path); err != nil {
+			return msg, err
+		}
+	}
+	var rest []string
+	for k := range o {
+		if !contains(fields, k) {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) > 0 {
+		msg.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+	}
+	return msg, nil
+}
+
+func (d *reqDecoder) content(msg *bridge.Message, raw json.RawMessage, path string) error {
+	switch jsonKind(raw) {
+	case 'n':
+		msg.NullContent = true
+		return nil
+	case '"':
+		s, err := asString(raw, path)
+		if err != nil {
+			return err
+		}
+		msg.StringContent = true
+		if s != "" {
+			msg.Parts = append(msg.Parts, bridge.TextPart(s))
+		}
+		return nil
+	case '[':
+	default:
+		return bridge.Errorf(bridge.CodeInvalid, "%s: expected string, array or null, got %s", path, kindName(raw))
+	}
+	arr, err := asArray(raw, path)
+	if err != nil {
+		return err
+	}
+	msg.Parts = make([]bridge.Part, 0, len(arr))
+	for j, v := range arr {
+		p, err := d.part(v, path+"["+strconv.Itoa(j)+"]")
+		if err != nil {
+			return err
+		}
+		msg.Parts = append(msg.Parts, p)
+	}
+	return nil
+}
+
+// part decodes one content part. Unknown part types are kept whole as an
+// opaque part; unknown fields beside a known type go to Part.Opaque.
+func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error) {
+	var p bridge.Part
+	o, err := asObject(raw, path)
+	if err != nil {
+		return p, err
+	}
+	typ, err := reqString(o, "type", path)
+	if err != nil {
+		return p, err
+	}
+	known := []string{"type", typ}
+	switch typ {
+	case "text":
+		p.Type = bridge.PartText
+		if p.Text, err = reqString(o, "text", path); err != nil {
+			return p, err
+		}
+	case "refusal":
+		p.Type = bridge.PartRefusal
+		if p.Text, err = reqString(o, "refusal", path); err != nil {
+			return p, err
+		}
+	case "image_url":
+		p.Type = bridge.PartImage
+		v, ok := o["image_url"]
+		if !ok {
+			return p, bridge.Errorf(bridge.CodeInvalid, "%s.image_url: required", path)
+		}
+		if jsonKind(v) == '"' { // a bare URL string, as some clients send
+			p.URL, _ = asString(v, path+".image_url")
+		} else {
+			iu, err := asObject(v, path+".image_url")
+			if err != nil {
+				return p, err
+			}
+			if p.URL, err = reqString(iu, "url", path+".image_url"); err != nil {
+				return p, err
+			}
+			if err := optString(iu, path+".image_url", "detail", &p.Detail); err != nil {
+				return p, err
+			}
+			d.dropRest(iu, path+".image_url", "url", "detail")
+		}
+		if mt, _, ok := parseDataURL(p.URL); ok {
+			p.MediaType = mt
+		}
+	case "input_audio":
+		p.Type = bridge.PartAudio
+		v, ok := o["input_audio"]
+		if !ok {
+			return p, bridge.Errorf(bridge.CodeInvalid, "%s.input_audio: required", path)
+		}
+		ao, err := asObject(v, path+".input_audio")
+		if err != nil {
+			return p, err
+		}
+		if p.Data, err = reqString(ao, "data", path+".input_audio"); err != nil {
+			return p, err
+		}
+		if err := optString(ao, path+".input_audio", "format", &p.Format); err != nil {
+			return p, err
+		}
+		d.dropRest(ao, path+".input_audio", "data", "format")
+	case "file":
+		p.Type = bridge.PartFile
+		v, ok := o["file"]
+		if !ok {
+			return p, bridge.Errorf(bridge.CodeInvalid, "%s.file: required", path)
+		}
+		fo, err := asObject(v, path+".file")
+		if err != nil {
+			return p, err
+		}
+		for _, f := range []struct {
+			key string
+			dst *string
+		}{{"file_id", &p.FileID}, {"file_data", &p.Data}, {"filename", &p.Filename}} {
+			if err := optString(fo, path+".file", f.key, f.dst); err != nil {
+				return p, err
+			}
+		}
+		if mt, data, ok := parseDataURL(p.Data); ok {
+			p.MediaType, p.Data = mt, data
+		}
+		d.dropRest(fo, path+".file", "file_id", "file_data", "filename")
+	default:
+		return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: compact(raw)}}, nil
+	}
+	var rest []string
+	for k := range o {
+		if !contains(known, k) {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) > 0 {
+		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+	}
+	return p, nil
+}
+
+// dropRest records the fields of a nested object the hub has no place for.
+func (d *reqDecoder) dropRest(o object, path string, known ...string) {
+	for _, k := range sortedKeys(o) {
+		if !contains(known, k) {
+			d.drop(path + "." + k)
+		}
+	}
+}
+
+// toolCalls decodes an assistant's tool_calls. Index is the position;
+// arguments are kept byte for byte. Unknown fields go to ToolCall.Opaque.
+func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolCall, error) {
+	arr, err := asArray(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]bridge.ToolCall, 0, len(arr))
+	for j, v := range arr {
+		p := path + "[" + strconv.Itoa(j) + "]"
+		o, err := asObject(v, p)
+		if err != nil {
+			return nil, err
+		}
+		tc := bridge.ToolCall{Index: j}
+		if err := optString(o, p, "id", &tc.ID); err != nil {
+			return nil, err
+		}
+		if t, ok := o["type"]; ok && !isNull(t) {
+			typ, err := asString(t, p+".type")
+			if err != nil {
+				return nil, err
+			}
+			if typ != "function" {
+				return nil, bridge.Errorf(bridge.CodeUnsupported, "%s.type: tool call type %q is not supported (only function)", p, typ)
+			}
+		}
+		fn, ok := o["function"]
+		if !ok {
+			return nil, bridge.Errorf(bridge.CodeInvalid, "%s.function: required", p)
+		}
+		f, err := asObject(fn, p+".function")
+		if err != nil {
+			return nil, err
+		}
+		if tc.Name, err = reqString(f, "name", p+".function"); err != nil {
+			return nil, err
+		}
+		if a, ok := f["arguments"]; ok && !isNull(a) {
+			switch jsonKind(a) {
+			case '"':
+				tc.Arguments, _ = asString(a, "")
+			case '{', '[': // some clients send the arguments as an object
+				tc.Arguments = string(compact(a))
+			default:
+				return nil, typeErr(p+".function.arguments", "string", a)
+			}
+		}
+		var rest []string
+		for k := range o {
+			if k != "id" && k != "type" && k != "function" {
+				rest = append(rest, k)
+			}
+		}
+		d.dropRest(f, p+".function", "name", "arguments")
+		if len(rest) > 0 {
+			tc.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+		}
+		calls = append(calls, tc)
+	}
+	return calls, nil
+}
+
+// parseDataURL splits "data:<media type>;base64,<payload>". Only that exact
+// form is split, so rebuilding it gives the same bytes.
+func parseDataURL(s string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	if !ok {
+		return "", "", false
+	}
+	mt, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
+		return "", "", false
+	}
+	return mt, data, true
+}
+
+func dataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }
+
+func reqString(o object, key, path string) (string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return "", bridge.Errorf(bridge.CodeInvalid, "%s: required", join(path, key))
+	}
+	return asString(raw, join(path, key))
+}
+
+// join appends key to a JSON path.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func optString(o object, path, key string, dst *string) error {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	s, err := asString(raw, join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = s
+	return nil
+}
+
+func optBool(o object, path, key string, dst **bool) error {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	v, err := asBool(raw, join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+func optInt(o object, path, key string, dst **int64) error {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	v, err := asInt(raw, join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+func optFloat(o object, path, key string, dst **float64) error {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	v, err := asFloat(raw, join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

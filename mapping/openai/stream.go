@@ -1,0 +1,325 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"slices"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// The wire shape of a chat.completion.chunk, as far as the decoder reads it.
+type wireChunk struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Choices []wireChoice    `json:"choices"`
+	Usage   *wireUsage      `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type wireChoice struct {
+	Index        int       `json:"index"`
+	Delta        wireDelta `json:"delta"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type wireDelta struct {
+	Content          *string            `json:"content"`
+	Refusal          *string            `json:"refusal"`
+	ReasoningContent *string            `json:"reasoning_content"`
+	Reasoning        json.RawMessage    `json:"reasoning"` // OpenRouter and others; a string when it is text
+	ToolCalls        []wireToolCallPart `json:"tool_calls"`
+	FunctionCall     *wireFunction      `json:"function_call"` // legacy
+}
+
+type wireToolCallPart struct {
+	Index    *int         `json:"index"`
+	ID       string       `json:"id"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+type wireUsage struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	TotalTokens         *int64 `json:"total_tokens"`
+	PromptCacheHit      *int64 `json:"prompt_cache_hit_tokens"` // DeepSeek
+	PromptTokensDetails *struct {
+		CachedTokens     *int64 `json:"cached_tokens"`
+		CacheWriteTokens *int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// usage converts u; nil when every value is null.
+func (u *wireUsage) usage() *bridge.Usage {
+	if u == nil {
+		return nil
+	}
+	out := &bridge.Usage{
+		InputTokens:  u.PromptTokens,
+		OutputTokens: u.CompletionTokens,
+		TotalTokens:  u.TotalTokens,
+	}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CacheReadTokens = d.CachedTokens
+		out.CacheWriteTokens = d.CacheWriteTokens
+	}
+	if out.CacheReadTokens == nil {
+		out.CacheReadTokens = u.PromptCacheHit
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	if out.IsZero() {
+		return nil
+	}
+	return out
+}
+
+// stopReasons maps finish_reason values to stop reasons.
+var stopReasons = map[string]bridge.StopReason{
+	"stop":           bridge.StopEndTurn,
+	"length":         bridge.StopMaxTokens,
+	"tool_calls":     bridge.StopToolUse,
+	"function_call":  bridge.StopToolUse,
+	"content_filter": bridge.StopContentFilter,
+}
+
+// DecodeStream reads an upstream's SSE stream of chat.completion.chunk
+// objects into events (upstream frames -> events). It closes nothing; the
+// caller owns r.
+//
+// Events, all with Source model: message_started on the first chunk (with
+// the chunk's id and model), text_delta (Refusal for delta.refusal),
+// reasoning_delta (delta.reasoning_content or delta.reasoning),
+// tool_call_started when a tool-call index first appears, tool_call_delta
+// per non-empty argument fragment, tool_call_done per call and
+// message_done at the finish_reason, usage whenever a chunk reports one, and
+// last final, at data: [DONE] or at EOF after a finish_reason. Only choice 0
+// is read. An in-stream error object, an unknown finish_reason, invalid JSON
+// or an end before any finish_reason is an error (a *bridge.Error), after
+// which nothing is yielded.
+func DecodeStream(r io.Reader) bridge.Stream {
+	return func(yield func(bridge.Event, error) bool) {
+		d := streamDecoder{yield: yield}
+		d.run(newSSEReader(r))
+	}
+}
+
+type toolState struct {
+	index    int
+	id, name string
+	args     []byte
+}
+
+type streamDecoder struct {
+	yield    func(bridge.Event, error) bool
+	stopped  bool // the consumer stopped, or an error was yielded
+	started  bool
+	finished bool
+	stop     bridge.StopReason
+	usage    bridge.Usage
+	calls    []*toolState
+}
+
+func (d *streamDecoder) emit(ev bridge.Event) {
+	if d.stopped {
+		return
+	}
+	ev.Source = bridge.SourceModel
+	if !d.yield(ev, nil) {
+		d.stopped = true
+	}
+}
+
+func (d *streamDecoder) fail(err error) {
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	d.yield(bridge.Event{}, err)
+}
+
+func (d *streamDecoder) run(sr *sseReader) {
+	for !d.stopped {
+		ev, err := sr.next()
+		if err == io.EOF {
+			d.end()
+			return
+		}
+		if err != nil {
+			d.fail(err)
+			return
+		}
+		if ev.name == "error" {
+			d.fail(streamError(ev.data))
+			return
+		}
+		if string(bytes.TrimSpace(ev.data)) == "[DONE]" {
+			d.end()
+			return
+		}
+		d.chunk(ev.data)
+	}
+}
+
+// end yields the final event, or the error of a stream that stopped early.
+func (d *streamDecoder) end() {
+	if !d.finished {
+		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before finish_reason"))
+		return
+	}
+	f := &bridge.Final{Status: bridge.StatusCompleted, StopReason: d.stop}
+	if d.stop == bridge.StopToolUse {
+		f.Status = bridge.StatusInputRequired
+	}
+	if !d.usage.IsZero() {
+		u := d.usage
+		f.Usage = &u
+	}
+	d.emit(bridge.Event{Kind: bridge.KindFinal, Final: f})
+}
+
+// streamError is the error of an in-stream error: an `event: error` SSE
+// event or a chunk with a top-level "error". Its data is an
+// {"error":{...}} envelope or the error object itself; with no HTTP status
+// the code comes from the error's numeric code or its type.
+func streamError(data []byte) *bridge.Error { return DecodeError(0, data) }
+
+func (d *streamDecoder) chunk(data []byte) {
+	if err := checkDepth(data, maxDepth); err != nil {
+		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: chunk nested too deep"))
+		return
+	}
+	var c wireChunk
+	if err := json.Unmarshal(data, &c); err != nil || jsonKind(data) != '{' {
+		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", truncate(string(data), 200)))
+		return
+	}
+	if truthy(c.Error) {
+		d.fail(streamError(data))
+		return
+	}
+	if !d.started {
+		d.started = true
+		d.emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: c.ID, Model: c.Model})
+	}
+	for i := range c.Choices {
+		if c.Choices[i].Index == 0 {
+			d.choice(&c.Choices[i])
+			break
+		}
+	}
+	if u := c.Usage.usage(); u != nil {
+		d.usage.Merge(u)
+		d.emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
+	}
+}
+
+// truthy reports whether a JSON value is present and not null, false, 0 or
+// "" (the official SDKs treat a truthy top-level "error" as an error).
+func truthy(raw json.RawMessage) bool {
+	switch s := string(bytes.TrimSpace(raw)); s {
+	case "", "null", "false", "0", `""`:
+		return false
+	}
+	return true
+}
+
+func (d *streamDecoder) choice(ch *wireChoice) {
+	delta := &ch.Delta
+	if r := delta.ReasoningContent; r != nil && *r != "" {
+		d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: *r})
+	} else if jsonKind(delta.Reasoning) == '"' {
+		if r, _ := asString(delta.Reasoning, ""); r != "" {
+			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: r})
+		}
+	}
+	if c := delta.Content; c != nil && *c != "" {
+		d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *c})
+	}
+	if r := delta.Refusal; r != nil && *r != "" {
+		d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *r, Refusal: true})
+	}
+	for i := range delta.ToolCalls {
+		tc := &delta.ToolCalls[i]
+		d.toolFragment(tc.Index, tc.ID, &tc.Function)
+	}
+	if fc := delta.FunctionCall; fc != nil {
+		zero := 0
+		d.toolFragment(&zero, "", fc)
+	}
+	if fr := ch.FinishReason; fr != nil && *fr != "" && !d.finished {
+		stop, ok := stopReasons[*fr]
+		if !ok {
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "unknown finish_reason %q", *fr))
+			return
+		}
+		d.finish(stop)
+	}
+}
+
+func (d *streamDecoder) toolFragment(index *int, id string, fn *wireFunction) {
+	var st *toolState
+	if index != nil {
+		for _, c := range d.calls {
+			if c.index == *index {
+				st = c
+				break
+			}
+		}
+	} else if len(d.calls) > 0 && (id == "" || id == d.calls[len(d.calls)-1].id) {
+		// No index (some servers omit it): a fragment without a new id
+		// continues the last call.
+		st = d.calls[len(d.calls)-1]
+	}
+	if st == nil {
+		idx := len(d.calls)
+		if index != nil {
+			idx = *index
+		}
+		st = &toolState{index: idx, id: id, name: fn.Name}
+		d.calls = append(d.calls, st)
+		d.emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: idx,
+			ToolCall: &bridge.ToolCall{ID: id, Name: fn.Name, Index: idx}})
+	} else {
+		if st.id == "" {
+			st.id = id
+		}
+		if st.name == "" {
+			st.name = fn.Name
+		}
+	}
+	var frag string
+	switch jsonKind(fn.Arguments) {
+	case '"':
+		frag, _ = asString(fn.Arguments, "")
+	case '{', '[':
+		frag = string(compact(fn.Arguments))
+	}
+	if frag != "" {
+		st.args = append(st.args, frag...)
+		d.emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: st.index,
+			ToolCall: &bridge.ToolCall{Index: st.index, Arguments: frag}})
+	}
+}
+
+func (d *streamDecoder) finish(stop bridge.StopReason) {
+	d.finished = true
+	d.stop = stop
+	calls := slices.Clone(d.calls)
+	slices.SortStableFunc(calls, func(a, b *toolState) int { return a.index - b.index })
+	for _, c := range calls {
+		d.emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: c.index,
+			ToolCall: &bridge.ToolCall{ID: c.id, Name: c.name, Index: c.index, Arguments: string(c.args)}})
+	}
+	d.emit(bridge.Event{Kind: bridge.KindMessageDone})
+}
