@@ -511,12 +511,20 @@ func testCommitRuns(t *testing.T, s bridge.Store) {
 	msgs, _ := mustMessages(t, s, "sess_1", 0, 0)
 	diff(t, "Messages after commit", []bridge.Message{answer}, msgs, ignoreMessageID)
 
-	// Continued: running again, nothing finished; the usage stays.
+	// Continued, maybe on another upstream: running again, nothing
+	// finished; the usage stays.
 	cont := ended
 	cont.Status, cont.StopReason, cont.Reason, cont.Finished = bridge.StatusRunning, "", "", time.Time{}
 	cont.Dropped = nil
+	cont.Outbound, cont.Upstream, cont.Model = "responses", "gpt", "gpt-test"
 	mustCommit(t, s, &bridge.Batch{Runs: []*bridge.Run{&cont}})
 	diff(t, "Run after continuation", &cont, mustGetRun(t, s, "run_1"))
+
+	// The fields a run is created with stay.
+	moved := cont
+	moved.SessionID, moved.ClientRunID, moved.Principal, moved.Inbound, moved.Created = "sess_2", "c2", "mallory", "a2a", at(time.Hour)
+	mustCommit(t, s, &bridge.Batch{Runs: []*bridge.Run{&moved}})
+	diff(t, "Run after changing fixed fields", &cont, mustGetRun(t, s, "run_1"))
 
 	// An empty batch is a no-op.
 	mustCommit(t, s, &bridge.Batch{})

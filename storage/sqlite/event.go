@@ -18,9 +18,10 @@ import (
 // not exist fails it with CodeNotFound.
 //
 // Each run's LastSeq becomes the highest seq the store holds for it. For a
-// run in b.Runs, Commit writes Status, StopReason, Reason, Usage, Dropped,
-// TraceID, UpstreamRunID and Finished; the other fields are fixed when the
-// run is created. A message takes the session of its RunID's run and gets the
+// run in b.Runs, Commit writes Outbound, Upstream, Model (a continued run
+// may go to another upstream), Status, StopReason, Reason, Usage, Dropped,
+// TraceID, UpstreamRunID and Finished; its session, client run id,
+// principal, inbound dialect and Created are fixed when it is created. A message takes the session of its RunID's run and gets the
 // store's clock as Created when that is zero.
 func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 	if b == nil || len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
@@ -175,7 +176,7 @@ func updateRun(ctx context.Context, st *sql.Stmt, r *bridge.Run) error {
 	if err != nil {
 		return fmt.Errorf("update run id=%s: dropped: %w", r.ID, err)
 	}
-	res, err := st.ExecContext(ctx, string(r.Status), string(r.StopReason), r.Reason, usage, dropped,
+	res, err := st.ExecContext(ctx, r.Outbound, r.Upstream, r.Model, string(r.Status), string(r.StopReason), r.Reason, usage, dropped,
 		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run id=%s: %w", r.ID, err)

@@ -167,8 +167,9 @@ func (s *Store) init(ctx context.Context) error {
 		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)`)
 	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time) VALUES `+
 		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
-	prepare(&s.updateRun, `UPDATE runs SET status = ?, stop_reason = ?, reason = ?, usage = CAST(? AS TEXT),
-		dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?, finished = ?, last_seq = max(last_seq, ?)
+	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
+		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
+		finished = ?, last_seq = max(last_seq, ?)
 		WHERE id = ?`)
 	prepare(&s.bumpLastSeq, `UPDATE runs SET last_seq = max(last_seq, ?) WHERE id = ?`)
 	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created)
