@@ -124,7 +124,7 @@ func ParseEventID(id string) (run string, seq int64, ok bool) {
 // codecs of other dialects carry it through untouched.
 type Opaque struct {
 	Dialect string          `json:"dialect"`
-	Data    json.RawMessage `json:"data"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // ToolCall is a model's request to call a tool.
