@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the serve configuration: flags, or the YAML file of --config
+// (flags given on the command line win over the file).
+type Config struct {
+	Listen    string        `yaml:"listen"`
+	DB        string        `yaml:"db"`
+	Model     string        `yaml:"model"`
+	Retention time.Duration `yaml:"retention"`
+	Upstreams []Upstream    `yaml:"upstreams"`
+	// EchoDelay paces the echo upstream's words.
+	EchoDelay time.Duration `yaml:"echo_delay"`
+	// ShutdownGrace bounds how long SIGTERM waits for streams to end.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+}
+
+// Upstream is one configured upstream.
+type Upstream struct {
+	Name    string `yaml:"name"`
+	Dialect string `yaml:"dialect"`
+	URL     string `yaml:"url"`
+	// APIKeyEnv names the environment variable holding the upstream's key;
+	// without it BRIDGE_UPSTREAM_API_KEY is used. Keys never live in the file.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Model, when set, replaces the model name sent upstream.
+	Model string `yaml:"model"`
+	// Models are the model names routed to this upstream ("*" for any).
+	Models []string `yaml:"models"`
+}
+
+func defaultConfig() Config {
+	return Config{Listen: "127.0.0.1:8080", DB: "./bridge.db", Retention: 24 * time.Hour, ShutdownGrace: 10 * time.Second}
+}
+
+// loadConfigFile reads a YAML config over cfg. Unknown keys are errors, so
+// a typo does not silently fall back to a default.
+func loadConfigFile(path string, cfg *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// parseUpstream reads a --upstream value: DIALECT=URL, or echo.
+func parseUpstream(v string) (Upstream, error) {
+	dialect, url, _ := strings.Cut(v, "=")
+	dialect = strings.TrimSpace(dialect)
+	switch dialect {
+	case "echo":
+		return Upstream{Name: "echo", Dialect: "echo"}, nil
+	case "openai":
+		if url == "" {
+			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
+		}
+		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
+	case "anthropic", "responses", "a2a", "adk", "hermes":
+		return Upstream{}, fmt.Errorf("--upstream %s: the %s dialect is not built yet", v, dialect)
+	}
+	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)
+}
+
+func (c *Config) validate() error {
+	if len(c.Upstreams) == 0 {
+		c.Upstreams = []Upstream{{Name: "echo", Dialect: "echo"}}
+	}
+	seen := map[string]bool{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.Dialect == "" {
+			return fmt.Errorf("upstreams[%d]: no dialect", i)
+		}
+		if u.Name == "" {
+			u.Name = u.Dialect
+		}
+		for n := 2; seen[u.Name]; n++ {
+			u.Name = fmt.Sprintf("%s-%d", u.Dialect, n)
+		}
+		seen[u.Name] = true
+		if u.Dialect != "echo" && u.URL == "" {
+			return fmt.Errorf("upstream %s: no url", u.Name)
+		}
+	}
+	if c.Retention <= 0 {
+		return fmt.Errorf("retention must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
+	inopenai "github.com/bridge-dev/bridge/inbound/openai"
+	"github.com/bridge-dev/bridge/inbound/runs"
+	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/outbound/echo"
+	outopenai "github.com/bridge-dev/bridge/outbound/openai"
+	"github.com/bridge-dev/bridge/storage/sqlite"
+)
+
+// Main is a running bridge: store, engine, handlers and listener. Run
+// serves until Close.
+type Main struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *sqlite.Store
+	engine *bridge.Engine
+	ln     net.Listener
+	srv    *http.Server
+	routes []string
+
+	janitorStop chan struct{}
+	janitorDone chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// NewMain opens the store, closes runs a crash left running, and listens.
+func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
+	store, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
+	}
+	m := &Main{cfg: cfg, log: log, store: store, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
+	ids, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC())
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("close interrupted runs: %w", err)
+	}
+	if len(ids) > 0 {
+		log.Warn("closed runs left running by the last process", "runs", len(ids))
+	}
+
+	rt := &routes{model: cfg.Model}
+	for _, u := range cfg.Upstreams {
+		up, err := newUpstream(u, cfg)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		rt.upstreams = append(rt.upstreams, routedUpstream{up: outbound.Wrap(up), models: u.Models})
+	}
+	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	m.engine = engine
+
+	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
+	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa}})
+	mux := http.NewServeMux()
+	for _, p := range oa.Routes() {
+		mux.Handle(p, oa)
+	}
+	for _, p := range ra.Routes() {
+		mux.Handle(p, ra)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	m.routes = append(append(append(m.routes, oa.Routes()...), ra.Routes()...), "GET /healthz")
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		_ = engine.Close(ctx)
+		store.Close()
+		return nil, err
+	}
+	m.ln = ln
+	m.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go m.janitor()
+	return m, nil
+}
+
+func newUpstream(u Upstream, cfg Config) (bridge.Upstream, error) {
+	key := os.Getenv("BRIDGE_UPSTREAM_API_KEY")
+	if u.APIKeyEnv != "" {
+		key = os.Getenv(u.APIKeyEnv)
+	}
+	switch u.Dialect {
+	case "echo":
+		return &echo.Upstream{Delay: cfg.EchoDelay}, nil
+	case "openai":
+		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model}), nil
+	}
+	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
+}
+
+// Addr is the address the bridge listens on.
+func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// Endpoints lists the served routes.
+func (m *Main) Endpoints() []string { return m.routes }
+
+// Run serves until Close; it returns nil after a Close.
+func (m *Main) Run() error {
+	err := m.srv.Serve(m.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops accepting, lets streams end until ctx is done, interrupts the
+// runs still going, and closes the store.
+func (m *Main) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() {
+		err := m.srv.Shutdown(ctx)
+		if err != nil {
+			_ = m.srv.Close()
+		}
+		close(m.janitorStop)
+		<-m.janitorDone
+		ectx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if ctx.Err() == nil {
+			ectx = ctx
+		}
+		_ = m.engine.Close(ectx)
+		m.closeErr = m.store.Close()
+	})
+	return m.closeErr
+}
+
+// janitor deletes events of runs that ended more than the retention ago.
+func (m *Main) janitor() {
+	defer close(m.janitorDone)
+	every := min(m.cfg.Retention/10, 10*time.Minute)
+	every = max(every, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := m.store.DeleteEventsBefore(context.Background(), time.Now().Add(-m.cfg.Retention))
+		if err != nil {
+			m.log.Warn("retention janitor", "err", err)
+		} else if n > 0 {
+			m.log.Info("retention janitor deleted events", "events", n)
+		}
+		select {
+		case <-t.C:
+		case <-m.janitorStop:
+			return
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package inbound
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// DefaultMaxBody is the request body limit when none is configured.
+const DefaultMaxBody = 8 << 20
+
+// ReadBody reads the whole request body, at most limit bytes (<= 0: the
+// default). The body is read whole before any upstream call, so an upstream
+// never sees a half-sent request.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, bridge.Errorf(bridge.CodeTooLarge, "request body is larger than %d bytes", limit)
+		}
+		return nil, bridge.Errorf(bridge.CodeInvalid, "could not read the request body")
+	}
+	return b, nil
+}
+
+// Dialect is one inbound dialect as the common run API needs it: how to
+// render a run's events, a history page and an error for its clients.
+type Dialect interface {
+	Name() string
+	// WriteError writes err in the dialect's error shape.
+	WriteError(w http.ResponseWriter, err error)
+	// ServeEvents streams run's events to the client as the dialect's
+	// stream would have carried them, each frame with its event id.
+	ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream)
+	// History renders a history page in the chatkit shape of the dialect.
+	History(p *bridge.HistoryPage) ([]byte, error)
+}
+
+// SSEWriter writes to a response and flushes after every Write, so an SSE
+// event written in one Write leaves in one piece, at once.
+type SSEWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// NewSSEWriter sets the SSE response headers (not the status) and returns
+// the writer.
+func NewSSEWriter(w http.ResponseWriter) *SSEWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	return &SSEWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *SSEWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, s.rc.Flush()
+}
+
+// DroppedHeader is the header (or trailer, for streams) that names what a
+// translation could not carry.
+const DroppedHeader = "X-Bridge-Dropped"
+
+// SetDropped sets the dropped header when anything was dropped.
+func SetDropped(h http.Header, dropped []string) {
+	if len(dropped) > 0 {
+		h.Set(DroppedHeader, strings.Join(dropped, ", "))
+	}
+}
+
+// LastEventID returns the client's resume cursor: the Last-Event-ID header,
+// else the query parameter named param.
+func LastEventID(r *http.Request, param string) string {
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		return v
+	}
+	return r.URL.Query().Get(param)
+}
+
+// SetDroppedTrailer sends the dropped list as a trailer, for streams whose
+// headers are gone by the time the list is complete.
+func SetDroppedTrailer(h http.Header, dropped []string) {
+	if len(dropped) > 0 {
+		h.Set(http.TrailerPrefix+DroppedHeader, strings.Join(dropped, ", "))
+	}
+}
+
+// RetryAfter renders a Retry-After value in whole seconds, at least 1.
+func RetryAfter(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}

@@ -1,0 +1,283 @@
+// Package openai serves the OpenAI Chat Completions API: POST
+// /v1/chat/completions (stream and non-stream) and GET /v1/models, over
+// whatever upstream the engine routes the model to.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
+	wire "github.com/bridge-dev/bridge/mapping/openai"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Engine *bridge.Engine
+	// Models lists the routed model names for GET /v1/models.
+	Models func() []string
+	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
+	MaxBody int64
+	Logger  *slog.Logger
+}
+
+// Handler serves the dialect. It is safe for concurrent use.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// Headers the handler reads and sets.
+const (
+	HeaderSessionID   = "X-Session-Id"
+	HeaderRunID       = "X-Run-Id"
+	HeaderClientRunID = "X-Client-Run-Id"
+)
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
+	h.mux.HandleFunc("GET /v1/models", h.models)
+	h.mux.HandleFunc("GET /v1/models/{model}", h.model)
+	return h
+}
+
+// Routes lists the patterns the handler serves, for a parent mux.
+func (h *Handler) Routes() []string {
+	return []string{"POST /v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}"}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Name implements inbound.Dialect.
+func (h *Handler) Name() string { return wire.Dialect }
+
+// WriteError implements inbound.Dialect: an OpenAI error object.
+func (h *Handler) WriteError(w http.ResponseWriter, err error) {
+	status, body := wire.EncodeError(bridge.AsError(err))
+	w.Header().Set("Content-Type", "application/json")
+	if be := bridge.AsError(err); be.RetryAfter > 0 {
+		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// History implements inbound.Dialect.
+func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return wire.EncodeHistory(p) }
+
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	req.Full = true
+	req.SessionID = r.Header.Get(HeaderSessionID)
+	req.Detached = req.SessionID != "" // a named session can be resumed
+	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+
+	run, err := h.cfg.Engine.Start(r.Context(), req)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.Header().Set(HeaderRunID, run.ID)
+	w.Header().Set(HeaderSessionID, run.SessionID)
+	opt := streamOptions(run, req.Model)
+	if req.Stream {
+		opt.IncludeUsage = req.IncludeUsage
+		h.stream(w, r, run, events, opt)
+		return
+	}
+	h.complete(w, r, run, events, opt)
+}
+
+func streamOptions(run *bridge.Run, model string) wire.StreamOptions {
+	if model == "" {
+		model = run.Model
+	}
+	return wire.StreamOptions{ID: "chatcmpl-" + run.ID, Model: model, Created: run.Created.Unix()}
+}
+
+// complete answers a non-streaming request with one chat.completion.
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+	acc := wire.NewAccumulator(opt)
+	for ev, err := range events {
+		if err != nil {
+			h.streamGone(r, run, err)
+			return
+		}
+		acc.Add(&ev)
+	}
+	body, err := acc.Response()
+	dropped := h.dropped(r.Context(), run.ID, acc.Dropped())
+	inbound.SetDropped(w.Header(), dropped)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// stream answers with SSE chunks. Nothing is written until the upstream has
+// answered: an upstream failure before its first byte becomes an ordinary
+// error response with the upstream's status.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+	next, stop := iter.Pull2(events)
+	defer stop()
+	var held []bridge.Event
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.streamGone(r, run, err)
+			return
+		}
+		if ev.Kind == bridge.KindRunStarted {
+			held = append(held, ev)
+			continue
+		}
+		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
+			h.WriteError(w, finalError(ev.Final))
+			return
+		}
+		held = append(held, ev)
+		break
+	}
+	h.serveEvents(w, r, run, opt, slices.Values(held), next)
+}
+
+// serveEvents writes SSE frames for the held events, then for the rest.
+func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
+	held func(func(bridge.Event) bool), next func() (bridge.Event, error, bool)) {
+	inbound.SetDropped(w.Header(), run.Dropped)
+	sw := inbound.NewSSEWriter(w)
+	w.WriteHeader(http.StatusOK)
+	enc := wire.NewStreamEncoder(sw, opt)
+	for ev := range held {
+		if err := enc.Encode(&ev); err != nil {
+			return
+		}
+	}
+	for next != nil {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.streamGone(r, run, err)
+			return
+		}
+		if err := enc.Encode(&ev); err != nil {
+			return // the client went away
+		}
+	}
+	_ = enc.Close()
+	dropped := h.dropped(r.Context(), run.ID, enc.Dropped())
+	inbound.SetDroppedTrailer(w.Header(), dropped)
+}
+
+// ServeEvents implements inbound.Dialect: a replay (and follow) of a run's
+// events as Chat Completions chunks, with usage.
+func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
+	next, stop := iter.Pull2(events)
+	defer stop()
+	opt := streamOptions(run, "")
+	opt.IncludeUsage = true
+	h.serveEvents(w, r, run, opt, func(func(bridge.Event) bool) {}, next)
+}
+
+// streamGone logs why a subscription ended early: the client left, or the
+// store failed (the client then sees the stream cut, and can resume).
+func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
+	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
+		return
+	}
+	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
+}
+
+// dropped records what the encoder dropped on the run and returns the run's
+// whole list.
+func (h *Handler) dropped(ctx context.Context, runID string, enc []string) []string {
+	if len(enc) > 0 {
+		if err := h.cfg.Engine.RecordDropped(context.WithoutCancel(ctx), runID, enc); err != nil {
+			h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
+		}
+	}
+	run, err := h.cfg.Engine.Run(context.WithoutCancel(ctx), runID)
+	if err != nil {
+		return enc
+	}
+	return run.Dropped
+}
+
+func finalError(f *bridge.Final) *bridge.Error {
+	if f.Error != nil {
+		return f.Error
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
+}
+
+func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, m := range h.routed() {
+		list.Data = append(list.Data, model{ID: m, Object: "model", Created: started.Unix(), OwnedBy: "bridge"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
+}
+
+func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("model")
+	if !slices.Contains(h.routed(), id) {
+		h.WriteError(w, bridge.Errorf(bridge.CodeNotFound, "The model '%s' does not exist", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "model", "created": started.Unix(), "owned_by": "bridge"})
+}
+
+func (h *Handler) routed() []string {
+	if h.cfg.Models == nil {
+		return nil
+	}
+	return h.cfg.Models()
+}
+
+var started = time.Now()
+
+var _ inbound.Dialect = (*Handler)(nil)

@@ -1,0 +1,125 @@
+// Package openai is the client for an OpenAI Chat Completions upstream
+// (OpenAI itself or any OpenAI-compatible server).
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/openai"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Name is the upstream's configured name.
+	Name string
+	// BaseURL is what the official SDK takes as its base URL, such as
+	// https://api.openai.com/v1; requests go to BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is sent as a bearer token when set. It never appears in logs,
+	// errors or history.
+	APIKey string
+	// Model replaces the request's model when set.
+	Model string
+	// HTTPClient defaults to a client with no overall timeout (streams are
+	// long); timeouts come from the transport and the request's context.
+	HTTPClient *http.Client
+}
+
+// Client calls a Chat Completions upstream. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	url string
+}
+
+var _ bridge.Upstream = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "openai"
+	}
+	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions"}
+}
+
+// Name implements bridge.Upstream.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Dialect implements bridge.Upstream.
+func (c *Client) Dialect() string { return wire.Dialect }
+
+// maxErrorBody bounds how much of an upstream error body is read.
+const maxErrorBody = 1 << 20
+
+// Open sends req as a streaming chat completion. It returns an error when the
+// upstream cannot be reached or answers with a non-2xx status (mapped from
+// the upstream's error object); the call's events end with the upstream's
+// final or an error.
+func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	if c.cfg.Model != "" {
+		r := *req
+		r.Model = c.cfg.Model
+		req = &r
+	}
+	body, dropped, err := wire.EncodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad base URL", c.cfg.Name)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, connectError(c.cfg.Name, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		e := wire.DecodeError(resp.StatusCode, b)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
+		}
+		return nil, e
+	}
+	events := func(yield func(bridge.Event, error) bool) {
+		defer resp.Body.Close()
+		for ev, err := range wire.DecodeStream(resp.Body) {
+			if err != nil && ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+	return &bridge.Call{Events: events, Dropped: dropped}, nil
+}
+
+// connectError describes a failed connection without the Go error text,
+// which can name internal addresses.
+func connectError(name string, err error) *bridge.Error {
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return bridge.Errorf(bridge.CodeTimeout, "upstream %s did not answer in time", name)
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "upstream %s is unreachable", name)
+}
