@@ -139,4 +139,3 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	return m.Close(sctx)
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ type archive struct {
 	changed bool
 }
 
-func readArchive(t *testing.T, path string) *archive {
+func readArchive(t testing.TB, path string) *archive {
 	t.Helper()
 	a, err := txtar.ParseFile(path)
 	if err != nil {
@@ -61,7 +62,7 @@ func (a *archive) file(name string) ([]byte, bool) {
 }
 
 // check compares got with section name; with -update it rewrites it.
-func (a *archive) check(t *testing.T, name string, got []byte) {
+func (a *archive) check(t testing.TB, name string, got []byte) {
 	t.Helper()
 	want, ok := a.file(name)
 	if *update {
@@ -90,7 +91,7 @@ func (a *archive) set(name string, data []byte) {
 	a.a.Files = append(a.a.Files, txtar.File{Name: name, Data: data})
 }
 
-func (a *archive) write(t *testing.T) {
+func (a *archive) write(t testing.TB) {
 	t.Helper()
 	if *update && a.changed {
 		if err := os.WriteFile(a.path, txtar.Format(a.a), 0o644); err != nil {
@@ -158,7 +159,8 @@ func encodeEvents(t testing.TB, events []bridge.Event, opt StreamOptions) (sse [
 // TestGoldenStreams runs testdata/stream_*.txtar: upstream.sse is decoded
 // (DecodeStream) and compared with events.jsonl; those events, numbered
 // 1, 2, ... in run "run_test", are encoded (NewStreamEncoder with
-// goldenOptions) and compared with want.sse. A comment line "crlf: yes"
+// goldenOptions) and compared with want.sse, and folded by an Accumulator
+// into completion.json. A comment line "crlf: yes"
 // turns the upstream's line ends into CRLF first.
 func TestGoldenStreams(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
@@ -190,11 +192,34 @@ func TestGoldenStreams(t *testing.T) {
 			}
 			sse, dropped := encodeEvents(t, events, goldenOptions)
 			a.check(t, "want.sse", sse)
+			a.check(t, "completion.json", completion(t, events))
 			if len(dropped) > 0 || hasFile(a, "dropped.txt") {
 				a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 			}
 		})
 	}
+}
+
+// completion is what an Accumulator makes of events, indented: the
+// chat.completion, or "status N" and the error body.
+func completion(t testing.TB, events []bridge.Event) []byte {
+	acc := NewAccumulator(goldenOptions)
+	for i := range events {
+		acc.Add(&events[i])
+	}
+	body, err := acc.Response()
+	var head []byte
+	if err != nil {
+		var status int
+		status, body = EncodeError(bridge.AsError(err))
+		head = fmt.Appendf(nil, "status %d\n", status)
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, body, "", "  "); err != nil {
+		t.Fatalf("invalid JSON %s: %v", body, err)
+	}
+	ind.WriteByte('\n')
+	return append(head, ind.Bytes()...)
 }
 
 func hasFile(a *archive, name string) bool { _, ok := a.file(name); return ok }

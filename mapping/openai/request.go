@@ -183,6 +183,16 @@ func (d *reqDecoder) decode(top object) error {
 			d.extra(k, compact(v))
 		}
 	}
+	// Empty lists carry nothing and are not sent back.
+	if len(req.Tools) == 0 {
+		req.Tools = nil
+	}
+	if len(req.Stop) == 0 {
+		req.Stop = nil
+	}
+	if len(req.Metadata) == 0 {
+		req.Metadata = nil
+	}
 	return nil
 }
 
@@ -299,6 +309,9 @@ func (d *reqDecoder) tools(top object) error {
 		var t bridge.Tool
 		if t.Name, err = reqString(f, "name", path+".function"); err != nil {
 			return err
+		}
+		if t.Name == "" {
+			return bridge.Errorf(bridge.CodeInvalid, "%s.function.name: must not be empty", path)
 		}
 		if err := optString(f, path+".function", "description", &t.Description); err != nil {
 			return err
@@ -419,6 +432,9 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 		if raw, ok := o["tool_calls"]; ok && !isNull(raw) {
 			if msg.ToolCalls, err = d.toolCalls(raw, path+".tool_calls"); err != nil {
 				return msg, err
+			}
+			if len(msg.ToolCalls) == 0 {
+				msg.ToolCalls = nil
 			}
 		}
 	case bridge.RoleTool:
