@@ -33,6 +33,18 @@ const Dialect = "openai"
 // (events -> client frames).
 //   func NewStreamEncoder(w io.Writer, opt StreamOptions) *StreamEncoder
 
+// EncodeError and DecodeError are the two-way error table: a bridge error
+// as an OpenAI status and error body, and an upstream's error response as a
+// bridge error.
+//   func EncodeError(err *bridge.Error) (status int, body []byte)
+//   func DecodeError(status int, body []byte) *bridge.Error
+
+// NewAccumulator folds events into one non-streaming chat.completion.
+//   func NewAccumulator(opt StreamOptions) *Accumulator
+
+// EncodeHistory renders a history page in the chatkit OpenAI shape.
+//   func EncodeHistory(p *bridge.HistoryPage) ([]byte, error)
+
 var (
 	_ func([]byte) (*bridge.Request, error)           = DecodeRequest
 	_ func(*bridge.Request) ([]byte, []string, error) = EncodeRequest

@@ -1,0 +1,134 @@
+package openai
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+func isBridgeError(err error) bool {
+	var be *bridge.Error
+	return errors.As(err, &be)
+}
+
+// FuzzDecodeRequest: no input panics; every error is a *bridge.Error; what
+// decodes encodes, and what EncodeRequest makes decodes again.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, b := range corpusBodiesIfAny(f) {
+		f.Add(b)
+	}
+	files, _ := filepath.Glob("testdata/request_*.txtar")
+	for _, path := range files {
+		a := readArchive(f, path)
+		if b, ok := a.file("request.json"); ok {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"n":1}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeRequest(body)
+		if err != nil {
+			if !isBridgeError(err) {
+				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+			}
+			return
+		}
+		out, _, err := EncodeRequest(req)
+		if err != nil {
+			t.Fatalf("EncodeRequest of a decoded request: %v", err)
+		}
+		again, err := DecodeRequest(out)
+		if err != nil {
+			t.Fatalf("DecodeRequest(EncodeRequest(req)): %v\nin:  %s\nout: %s", err, body, out)
+		}
+		if lossy(req) {
+			return
+		}
+		if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s\nin:  %s\nout: %s", diff, body, out)
+		}
+	})
+}
+
+// corpusBodiesIfAny is corpusBodies without the skip, in file order.
+// lossy reports whether a decoded request holds what EncodeRequest does not
+// send back by design: reasoning parts, and fields the decoder dropped.
+func lossy(r *bridge.Request) bool {
+	if len(r.Dropped) > 0 {
+		return true
+	}
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if p.Type == bridge.PartReasoning {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func corpusBodiesIfAny(tb testing.TB) [][]byte {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
+	if len(files) == 0 {
+		return nil
+	}
+	var out [][]byte
+	bodies := corpusBodies(tb)
+	for _, k := range sortedKeys(bodies) {
+		out = append(out, bodies[k])
+	}
+	return out
+}
+
+// FuzzDecodeStream: no input panics; errors are *bridge.Error; nothing is
+// yielded after an error; the events encode for a client without error.
+func FuzzDecodeStream(f *testing.F) {
+	files, _ := filepath.Glob("testdata/stream_*.txtar")
+	for _, path := range files {
+		a := readArchive(f, path)
+		if b, ok := a.file("upstream.sse"); ok {
+			f.Add(b)
+			if a.directive("crlf") {
+				f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, sse []byte) {
+		var events []bridge.Event
+		failed := false
+		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
+			if failed {
+				t.Fatal("yield after an error")
+			}
+			if err != nil {
+				if !isBridgeError(err) {
+					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+				}
+				failed = true
+				continue
+			}
+			events = append(events, ev)
+		}
+		enc := NewStreamEncoder(io.Discard, StreamOptions{IncludeUsage: true})
+		acc := NewAccumulator(StreamOptions{})
+		for i := range events {
+			if err := enc.Encode(&events[i]); err != nil {
+				t.Fatal(err)
+			}
+			acc.Add(&events[i])
+		}
+		if err := enc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := acc.Response(); err != nil && !isBridgeError(err) {
+			t.Fatalf("Response error %T", err)
+		}
+	})
+}
