@@ -183,6 +183,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 			Inbound:     req.Inbound,
 			Model:       req.Model,
 			Status:      StatusRunning,
+			Render:      req.Render,
 			Created:     now,
 		}
 	}

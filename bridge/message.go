@@ -188,6 +188,10 @@ type Request struct {
 	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
 	ExtraDialect string                     `json:"extra_dialect,omitempty"`
 
+	// Render is kept on the run as Run.Render (the inbound dialect's
+	// rendering options).
+	Render json.RawMessage `json:"render,omitempty"`
+
 	// Dropped lists what the inbound decoder could not carry.
 	Dropped []string `json:"dropped,omitempty"`
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -32,6 +33,11 @@ type Run struct {
 	Reason     string     `json:"reason,omitempty"`
 	Usage      Usage      `json:"usage"`
 	Dropped    []string   `json:"dropped,omitempty"`
+
+	// Render holds the inbound dialect's rendering options (such as
+	// include_usage), set when the run is created, so a replay renders the
+	// stream the client saw.
+	Render json.RawMessage `json:"render,omitempty"`
 
 	TraceID       string `json:"trace_id,omitempty"`
 	UpstreamRunID string `json:"upstream_run_id,omitempty"`

@@ -117,6 +117,7 @@ func newRun(id, session, principal string, created time.Time) *bridge.Run {
 		Upstream:  "claude",
 		Model:     "claude-test",
 		Status:    bridge.StatusRunning,
+		Render:    json.RawMessage(`{"include_usage":true}`),
 		Created:   created,
 	}
 }

@@ -92,6 +92,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	req.SessionID = r.Header.Get(HeaderSessionID)
 	req.Detached = req.SessionID != "" // a named session can be resumed
 	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+	if req.Stream && req.IncludeUsage {
+		req.Render = renderIncludeUsage
+	}
 
 	run, err := h.cfg.Engine.Start(r.Context(), req)
 	if err != nil {
@@ -107,18 +110,25 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
 	if req.Stream {
-		opt.IncludeUsage = req.IncludeUsage
 		h.stream(w, r, run, events, opt)
 		return
 	}
 	h.complete(w, r, run, events, opt)
 }
 
+// renderIncludeUsage is Run.Render for a stream that asked for usage.
+var renderIncludeUsage = json.RawMessage(`{"include_usage":true}`)
+
+// streamOptions renders run as its client first saw it.
 func streamOptions(run *bridge.Run, model string) wire.StreamOptions {
 	if model == "" {
 		model = run.Model
 	}
-	return wire.StreamOptions{ID: "chatcmpl-" + run.ID, Model: model, Created: run.Created.Unix()}
+	var render struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	_ = json.Unmarshal(run.Render, &render) // absent or foreign: the defaults
+	return wire.StreamOptions{ID: "chatcmpl-" + run.ID, Model: model, Created: run.Created.Unix(), IncludeUsage: render.IncludeUsage}
 }
 
 // complete answers a non-streaming request with one chat.completion.
@@ -203,12 +213,11 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 }
 
 // ServeEvents implements inbound.Dialect: a replay (and follow) of a run's
-// events as Chat Completions chunks, with usage.
+// events as the Chat Completions chunks its client was sent.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	opt := streamOptions(run, "")
-	opt.IncludeUsage = true
 	h.serveEvents(w, r, run, opt, func(func(bridge.Event) bool) {}, next)
 }
 

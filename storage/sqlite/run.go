@@ -13,7 +13,7 @@ import (
 
 // runColumns is the column list scanRun reads.
 const runColumns = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
-	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq`
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 // CodeConflict if r's id is taken. A zero
@@ -54,10 +54,10 @@ func createRun(ctx context.Context, tx *sql.Tx, r *bridge.Run) error {
 		return fmt.Errorf("create run id=%s: dropped: %w", r.ID, err)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.SessionID, r.ClientRunID, r.Principal, r.Inbound, r.Outbound, r.Upstream, r.Model,
 		string(r.Status), string(r.StopReason), r.Reason, usage, dropped, r.TraceID, r.UpstreamRunID,
-		unixNano(r.Created), unixNano(r.Finished), r.LastSeq)
+		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render))
 	if isDuplicate(err) {
 		return bridge.Errorf(bridge.CodeConflict, "run %q exists", r.ID)
 	}
@@ -169,9 +169,10 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		status, stop      string
 		usage, dropped    []byte
 		created, finished int64
+		render            string
 	)
 	err := sc.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
-		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq)
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render)
 	if err != nil {
 		return nil, err
 	}
@@ -187,5 +188,8 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		}
 	}
 	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	if render != "" {
+		r.Render = json.RawMessage(render)
+	}
 	return &r, nil
 }

@@ -101,7 +101,7 @@ func TestMigrationsReopen(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []applied{{1, "0001_init.sql"}}
+	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
