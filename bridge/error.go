@@ -34,7 +34,10 @@ type Error struct {
 
 	// Status is the upstream's HTTP status when the error came from one;
 	// Type, Param and UpstreamCode are the upstream's own error fields, kept
-	// so a same-dialect client gets them back unchanged.
+	// so a same-dialect client gets them back unchanged. Dialect names the
+	// dialect they belong to; a client of another dialect gets its own
+	// status and type for Code instead.
+	Dialect      string `json:"dialect,omitempty"`
 	Status       int    `json:"status,omitempty"`
 	Type         string `json:"type,omitempty"`
 	Param        string `json:"param,omitempty"`

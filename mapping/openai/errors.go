@@ -55,6 +55,10 @@ func EncodeError(err *bridge.Error) (status int, body []byte) {
 	}
 	row := rowOf(err.Code)
 	status, typ, code := row.status, row.typ, row.wire
+	if err.Dialect != "" && err.Dialect != Dialect {
+		// Another dialect's status and types mean nothing to this client.
+		return status, errorBody(err.Message, typ, "", code)
+	}
 	if err.Status >= 400 && err.Status <= 599 {
 		status = err.Status
 	}
@@ -95,7 +99,7 @@ const maxErrorText = 512
 // and code. The Code comes from the status; with status 0 (an error inside
 // a stream) it comes from a numeric code, else from the error type.
 func DecodeError(status int, body []byte) *bridge.Error {
-	e := &bridge.Error{Status: status}
+	e := &bridge.Error{Status: status, Dialect: Dialect}
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}

@@ -79,7 +79,7 @@ func TestErrorTable(t *testing.T) {
 			}
 
 			back := DecodeError(status, body)
-			want := &bridge.Error{Code: tt.back, Message: `went <wrong> "here"`, Status: tt.status, Type: tt.typ, UpstreamCode: tt.wire}
+			want := &bridge.Error{Code: tt.back, Message: `went <wrong> "here"`, Dialect: Dialect, Status: tt.status, Type: tt.typ, UpstreamCode: tt.wire}
 			if diff := cmp.Diff(want, back); diff != "" {
 				t.Errorf("DecodeError (-want +got):\n%s", diff)
 			}
@@ -104,7 +104,7 @@ func TestErrorTable(t *testing.T) {
 func TestErrorPassthrough(t *testing.T) {
 	up := []byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":"key","code":"invalid_api_key"}}`)
 	e := DecodeError(401, up)
-	want := &bridge.Error{Code: bridge.CodeUnauthenticated, Message: "Incorrect API key provided", Status: 401,
+	want := &bridge.Error{Code: bridge.CodeUnauthenticated, Message: "Incorrect API key provided", Dialect: Dialect, Status: 401,
 		Type: "invalid_request_error", Param: "key", UpstreamCode: "invalid_api_key"}
 	if diff := cmp.Diff(want, e); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -153,6 +153,7 @@ func TestDecodeError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := DecodeError(tt.status, []byte(tt.body))
+			tt.want.Dialect = Dialect
 			if diff := cmp.Diff(&tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -171,5 +172,20 @@ func TestEncodeErrorNil(t *testing.T) {
 	status, body := EncodeError(nil)
 	if status != 500 || !strings.Contains(string(body), `"server_error"`) {
 		t.Errorf("EncodeError(nil) = %d %s", status, body)
+	}
+}
+
+// TestEncodeErrorOfAnotherDialect: an upstream error of another dialect
+// reaches an OpenAI client with OpenAI's status and type for its code, not
+// the other dialect's (an Anthropic 529 overloaded_error is a 503 here).
+func TestEncodeErrorOfAnotherDialect(t *testing.T) {
+	status, body := EncodeError(&bridge.Error{Code: bridge.CodeUnavailable, Message: "Overloaded",
+		Dialect: "anthropic", Status: 529, Type: "overloaded_error"})
+	if status != 503 {
+		t.Errorf("status = %d, want 503", status)
+	}
+	want := `{"error":{"message":"Overloaded","type":"service_unavailable_error","param":null,"code":null}}`
+	if string(body) != want {
+		t.Errorf("body = %s\nwant %s", body, want)
 	}
 }
