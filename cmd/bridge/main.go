@@ -24,7 +24,7 @@ func main() {
 	}
 }
 
-const usage = `usage: bridge <command> [flags]
+const usageText = `usage: bridge <command> [flags]
 
 commands:
   serve   serve every dialect on one listener (bridge serve -h for flags)
@@ -32,17 +32,17 @@ commands:
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		return flag.ErrHelp
 	}
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usageText)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	fmt.Fprint(stderr, usageText)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
