@@ -78,6 +78,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	live    map[string]*liveRun
+	parked  map[string][]Message // steers waiting for a run's tool results
 	closing bool
 	runs    sync.WaitGroup // pump goroutines
 
@@ -225,6 +226,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		lr.stopAfter = stop
 	}
 
+	if prev == nil {
+		// Emitted before Start returns, so it is the run's first event
+		// whatever a Steer does next.
+		e.emit(lr, Event{Kind: KindRunStarted, Source: SourceBridge})
+	}
 	upReq := *req
 	upReq.Messages = transcript
 	upReq.SessionID = sess.ID
@@ -350,7 +356,12 @@ func (e *Engine) liveRun(id string) *liveRun {
 	return e.live[id]
 }
 
-// pump drives one upstream call of a run and commits its events.
+// maxSteps bounds the model calls one pump makes for a run (steering can
+// add calls; a run never loops forever).
+const maxSteps = 16
+
+// pump drives a run's upstream calls and commits their events: one call,
+// and one more each time a steer arrived while the model was answering.
 func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request) {
 	defer func() {
 		if lr.stopAfter != nil {
@@ -358,13 +369,42 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 		}
 		lr.cancel(nil)
 	}()
-	runID := lr.run.ID
-	if lr.seq == 0 && !e.emit(lr, Event{Kind: KindRunStarted, Source: SourceBridge}) {
-		e.finish(lr, &Final{Status: StatusFailed, Reason: "store failure"}, nil)
-		return
+	// Steers that waited while the run was input_required follow the
+	// client's tool results.
+	if queued := e.takeParked(lr.run.ID); len(queued) > 0 {
+		req.Messages = append(slices.Clip(req.Messages), queued...)
 	}
-	e.mapToolCallIDs(ctx, up, req)
+	var msgs []Message // transcript messages the run adds, committed with its final
+	for n := 1; ; n++ {
+		final, msg := e.step(ctx, lr, up, req)
+		if msg != nil {
+			msgs = append(msgs, *msg)
+		}
+		cont := final.Status == StatusCompleted && n < maxSteps
+		steers := lr.nextSteers(cont)
+		if !cont || len(steers) == 0 {
+			if len(steers) > 0 && final.Status == StatusInputRequired {
+				e.park(lr.run.ID, steers) // they join after the client's tool results
+			} else {
+				msgs = append(msgs, steers...)
+			}
+			e.finish(lr, final, msgs)
+			return
+		}
+		// The model finished while the user said more: one more call, same run.
+		if msg != nil {
+			req.Messages = append(slices.Clip(req.Messages), *msg)
+		}
+		req.Messages = append(slices.Clip(req.Messages), steers...)
+		msgs = append(msgs, steers...)
+	}
+}
 
+// step makes one upstream call and emits its events. It returns the step's
+// outcome and the assistant message it produced.
+func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Request) (*Final, *Message) {
+	runID := lr.run.ID
+	e.mapToolCallIDs(ctx, up, req)
 	var (
 		final *Final
 		asm   assembler
@@ -432,18 +472,75 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 		final = &Final{Status: StatusFailed, Reason: "upstream stream ended without a final event",
 			Error: Errorf(CodeUpstream, "upstream stream ended without a final event")}
 	}
-	e.finish(lr, final, asm.message(runID, e.now().UTC()))
+	return final, asm.message(runID, e.now().UTC())
+}
+
+// Steer adds user input to a running run. The message joins the transcript
+// at the run's next model call: if the model is answering, the run goes on
+// with one more call once it has finished; if the run stops for the
+// client's tool results, after those results. A run that is not running,
+// or has already decided its outcome, answers CodeConflict: the steer is
+// reported back, never silently lost.
+func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
+	lr := e.liveRun(runID)
+	if lr == nil || lr.run.Principal != PrincipalFromContext(ctx) {
+		if _, err := e.Run(ctx, runID); err != nil {
+			return err
+		}
+		return Errorf(CodeConflict, "run %s is not running", runID)
+	}
+	if msg.Role == "" {
+		msg.Role = RoleUser
+	}
+	msg.RunID = runID
+	if msg.Created.IsZero() {
+		msg.Created = e.now().UTC()
+	}
+	lr.emitMu.Lock()
+	if !lr.addSteer(msg) {
+		lr.emitMu.Unlock()
+		return Errorf(CodeConflict, "run %s is finishing and takes no more input", runID)
+	}
+	// The steer is in the log before it is acknowledged.
+	p := &pending{lr: lr, ev: Event{Kind: KindUserMessage, Source: SourceBridge, Message: &msg}, done: make(chan error, 1)}
+	e.enqueue(lr, p)
+	lr.emitMu.Unlock()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return Errorf(CodeInternal, "the steer could not be stored")
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// park keeps steers of a run waiting for the client's tool results.
+func (e *Engine) park(runID string, msgs []Message) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.parked == nil {
+		e.parked = make(map[string][]Message)
+	}
+	e.parked[runID] = append(e.parked[runID], msgs...)
+}
+
+func (e *Engine) takeParked(runID string) []Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.parked[runID]
+	delete(e.parked, runID)
+	return m
 }
 
 // finish commits the run's final event, its row and the assistant's
 // transcript message in one batch, then retires the live run.
-func (e *Engine) finish(lr *liveRun, f *Final, msg *Message) {
-	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1)}
-	if msg != nil {
-		p.msgs = []Message{*msg}
-	}
-	lr.seq++
+func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message) {
+	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1), msgs: msgs}
 	now := e.now().UTC()
+	p.ev.Time = now
+	lr.emitMu.Lock()
 	var run Run
 	lr.update(func(r *Run) {
 		if !r.Usage.IsZero() {
@@ -452,12 +549,12 @@ func (e *Engine) finish(lr *liveRun, f *Final, msg *Message) {
 		}
 		r.Status, r.StopReason, r.Reason = f.Status, f.StopReason, f.Reason
 		r.Finished = now
-		r.LastSeq = lr.seq
+		r.LastSeq = lr.seq + 1
 		run = *r
 	})
-	p.ev.RunID, p.ev.Seq, p.ev.Time = run.ID, lr.seq, now
 	p.run = &run
-	e.queue <- p
+	e.enqueue(lr, p)
+	lr.emitMu.Unlock()
 	if err := <-p.done; err != nil {
 		e.log.Error("commit final event", "run", run.ID, "err", err)
 	}
@@ -473,13 +570,21 @@ func (e *Engine) emit(lr *liveRun, ev Event) bool {
 	if lr.failed() {
 		return false
 	}
-	lr.seq++
-	ev.RunID, ev.Seq = lr.run.ID, lr.seq
-	if ev.Time.IsZero() {
-		ev.Time = e.now().UTC()
-	}
-	e.queue <- &pending{lr: lr, ev: ev}
+	lr.emitMu.Lock()
+	e.enqueue(lr, &pending{lr: lr, ev: ev})
+	lr.emitMu.Unlock()
 	return true
+}
+
+// enqueue gives p's event the run's next seq and queues it. The caller
+// holds lr.emitMu.
+func (e *Engine) enqueue(lr *liveRun, p *pending) {
+	lr.seq++
+	p.ev.RunID, p.ev.Seq = lr.run.ID, lr.seq
+	if p.ev.Time.IsZero() {
+		p.ev.Time = e.now().UTC()
+	}
+	e.queue <- p
 }
 
 // mapToolCallIDs rewrites the tool-call ids of req's transcript into the ids

@@ -14,6 +14,7 @@ type Kind string
 // The event kinds. They are enough for every dialect and no more.
 const (
 	KindRunStarted      Kind = "run_started"
+	KindUserMessage     Kind = "user_message" // user input that joined a running run (a steer)
 	KindMessageStarted  Kind = "message_started"
 	KindTextDelta       Kind = "text_delta"
 	KindMessageDone     Kind = "message_done"
@@ -71,6 +72,8 @@ type Event struct {
 	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
 	Artifact   *Artifact   `json:"artifact,omitempty"`
+	// Message is the user input of a user_message event.
+	Message *Message `json:"message,omitempty"`
 
 	// State is a session state delta (a JSON object), for state_update.
 	State json.RawMessage `json:"state,omitempty"`

@@ -14,7 +14,11 @@ type liveRun struct {
 	stopAfter func() bool
 	closed    chan struct{} // closed after the final event is committed
 
-	seq int64 // last seq assigned; pump goroutine only
+	// emitMu orders seq assignment with the queueing of the event, so the
+	// writer receives a run's events in seq order whoever emits them (the
+	// pump, or a Steer).
+	emitMu sync.Mutex
+	seq    int64 // last seq assigned; guarded by emitMu
 
 	mu        sync.Mutex
 	run       *Run    // guarded by mu once the pump started
@@ -23,6 +27,35 @@ type liveRun struct {
 	notify    chan struct{}
 	done      bool
 	commitErr error
+
+	steers      []Message // user input queued for the next model call
+	steerClosed bool      // the run decided its outcome: no more steers
+}
+
+// addSteer queues a steer; false once the run takes no more. The caller
+// holds emitMu.
+func (lr *liveRun) addSteer(m Message) bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.steerClosed || lr.done {
+		return false
+	}
+	lr.steers = append(lr.steers, m)
+	return true
+}
+
+// nextSteers takes the queued steers. Unless cont (the run may make another
+// model call), or when none are queued, it closes the queue at the same
+// moment, so a steer either joins the run or is refused, never lost.
+func (lr *liveRun) nextSteers(cont bool) []Message {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	q := lr.steers
+	lr.steers = nil
+	if !cont || len(q) == 0 {
+		lr.steerClosed = true
+	}
+	return q
 }
 
 func newLiveRun(run *Run, prev []Event, cancel context.CancelCauseFunc) *liveRun {
