@@ -5,7 +5,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -28,8 +27,10 @@ type Config struct {
 	APIKey string
 	// Model replaces the request's model when set.
 	Model string
-	// HTTPClient defaults to a client with no overall timeout (streams are
-	// long); timeouts come from the transport and the request's context.
+	// Timeouts bound connecting, the first byte and the idle gap between
+	// chunks (zero: outbound's defaults).
+	Timeouts outbound.Timeouts
+	// HTTPClient defaults to outbound.NewHTTPClient(Timeouts, nil).
 	HTTPClient *http.Client
 }
 
@@ -44,7 +45,10 @@ var _ bridge.Upstream = (*Client)(nil)
 // New returns a client for cfg.
 func New(cfg Config) *Client {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
+	}
+	if cfg.Timeouts.Idle <= 0 {
+		cfg.Timeouts.Idle = 120 * time.Second
 	}
 	if cfg.Name == "" {
 		cfg.Name = "openai"
@@ -75,8 +79,10 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
+		cancel(nil)
 		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad base URL", c.cfg.Name)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
@@ -86,25 +92,28 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	}
 	resp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, connectError(c.cfg.Name, err)
+		err = outbound.DoError(ctx, c.cfg.Name, err)
+		cancel(nil)
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
+		cancel(nil)
 		e := wire.DecodeError(resp.StatusCode, b)
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
 			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
 		}
 		return nil, e
 	}
+	idle := c.cfg.Timeouts.Idle
+	rc := outbound.IdleBody(resp.Body, idle, cancel)
 	events := func(yield func(bridge.Event, error) bool) {
-		defer resp.Body.Close()
-		for ev, err := range wire.DecodeStream(resp.Body) {
-			if err != nil && ctx.Err() != nil {
-				err = context.Cause(ctx)
+		defer cancel(nil)
+		defer rc.Close()
+		for ev, err := range wire.DecodeStream(rc) {
+			if err != nil {
+				err = outbound.StreamError(ctx, c.cfg.Name, idle, err)
 			}
 			if !yield(ev, err) || err != nil {
 				return
@@ -112,14 +121,4 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		}
 	}
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
-}
-
-// connectError describes a failed connection without the Go error text,
-// which can name internal addresses.
-func connectError(name string, err error) *bridge.Error {
-	var te interface{ Timeout() bool }
-	if errors.As(err, &te) && te.Timeout() {
-		return bridge.Errorf(bridge.CodeTimeout, "upstream %s did not answer in time", name)
-	}
-	return bridge.Errorf(bridge.CodeUpstream, "upstream %s is unreachable", name)
 }
