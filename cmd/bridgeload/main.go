@@ -1,0 +1,426 @@
+// Command bridgeload measures what the bridge adds to a streaming chat
+// completion, in one run, against three targets: a fake OpenAI upstream
+// alone (direct), a bare reverse proxy in front of it (proxy: the floor any
+// bridge pays), and the bridge itself (bridge: wired in-process as `bridge
+// serve` wires it, persisting every event to a SQLite file).
+//
+// For each target it measures, in a child process of its own (so peak RSS
+// is that target's):
+//
+//   - memory: --paced-streams streams open at once, each chunk --pace
+//     apart: the process's peak RSS (VmHWM) and peak Go heap in use;
+//   - latency: --latency-requests streams one after another: median and p99
+//     time to the first content chunk (TTFB) and to [DONE] (TTLB);
+//   - throughput: --streams streams, --concurrency at a time, unpaced:
+//     streams per second and the streams cut short (no [DONE], an error, or
+//     text that differs from what the upstream sent).
+//
+// and prints them beside the goals of the foundation issue. All traffic
+// stays on 127.0.0.1; --timeout bounds the whole run.
+//
+//	go run ./cmd/bridgeload --streams 10000 --concurrency 50
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the flags; a child process gets them back as flags.
+type options struct {
+	streams           int
+	concurrency       int
+	chunks            int
+	pace              time.Duration
+	latencyPace       time.Duration
+	pacedStreams      int
+	latencyRequests   int
+	warmup            int
+	rounds            int
+	targets           []string
+	upstreamIdleConns int
+	timeout           time.Duration
+	json              bool
+	fork              bool
+	check             bool
+	cpuprofile        string
+}
+
+// roleEnv marks a child process: it measures the one target it is given
+// and prints its Result as JSON.
+const roleEnv = "BRIDGELOAD_ROLE"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, string, error) {
+	var (
+		opt     options
+		targets string
+		child   string
+	)
+	fs := flag.NewFlagSet("bridgeload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&opt.streams, "streams", 10_000, "streams of the throughput phase (each target)")
+	fs.IntVar(&opt.concurrency, "concurrency", 50, "concurrent streams of the throughput phase")
+	fs.IntVar(&opt.chunks, "chunks", 100, "content chunks per stream")
+	fs.DurationVar(&opt.pace, "pace", 10*time.Millisecond, "pause before each content chunk of the memory phase's paced streams")
+	fs.DurationVar(&opt.latencyPace, "latency-pace", 0, "pause before each content chunk of the latency phase")
+	fs.IntVar(&opt.pacedStreams, "paced-streams", 100, "paced streams open at once in the memory phase (0: skip)")
+	fs.IntVar(&opt.latencyRequests, "latency-requests", 500, "sequential streams of the latency phase (0: skip)")
+	fs.IntVar(&opt.warmup, "warmup", 20, "unmeasured streams before the phases")
+	fs.IntVar(&opt.rounds, "rounds", 1, "measure the targets this many times, interleaved, and report each figure's median (for a noisy machine)")
+	fs.StringVar(&targets, "targets", strings.Join(allTargets, ","), "targets to measure, comma-separated: direct, proxy, bridge")
+	fs.IntVar(&opt.upstreamIdleConns, "upstream-idle-conns", 0, "idle upstream connections per host kept by the proxy and the bridge (0: Go's default, 2, as bridge serve has)")
+	fs.DurationVar(&opt.timeout, "timeout", 10*time.Minute, "bound on the whole run")
+	fs.BoolVar(&opt.json, "json", false, "print the results as JSON on stdout (the table goes to stderr)")
+	fs.BoolVar(&opt.fork, "fork", true, "measure each target in a child process of its own (else all in this one; RSS is then shared)")
+	fs.BoolVar(&opt.check, "check", false, "exit 1 when a goal is missed")
+	fs.StringVar(&opt.cpuprofile, "cpuprofile", "", "write CPU profiles of the latency and throughput phases to `PREFIX`.<target>.<phase>.pprof")
+	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
+	if err := fs.Parse(args); err != nil {
+		return opt, "", err
+	}
+	if fs.NArg() > 0 {
+		return opt, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for t := range strings.SplitSeq(targets, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		if !slices.Contains(allTargets, t) {
+			return opt, "", fmt.Errorf("--targets: unknown target %q (want %s)", t, strings.Join(allTargets, ", "))
+		}
+		if !slices.Contains(opt.targets, t) {
+			opt.targets = append(opt.targets, t)
+		}
+	}
+	switch {
+	case len(opt.targets) == 0:
+		return opt, "", errors.New("--targets: none given")
+	case opt.streams < 0 || opt.streams > 1_000_000:
+		return opt, "", errors.New("--streams: want 0 to 1000000")
+	case opt.concurrency < 1 || opt.concurrency > 1000:
+		return opt, "", errors.New("--concurrency: want 1 to 1000")
+	case opt.pacedStreams < 0 || opt.pacedStreams > 1000:
+		return opt, "", errors.New("--paced-streams: want 0 to 1000")
+	case opt.chunks < 1 || opt.chunks > 100_000:
+		return opt, "", errors.New("--chunks: want 1 to 100000")
+	case opt.latencyRequests < 0 || opt.latencyRequests > 1_000_000:
+		return opt, "", errors.New("--latency-requests: want 0 to 1000000")
+	case opt.warmup < 0 || opt.warmup > 10_000:
+		return opt, "", errors.New("--warmup: want 0 to 10000")
+	case opt.pace < 0 || opt.latencyPace < 0 || opt.pace > time.Minute || opt.latencyPace > time.Minute:
+		return opt, "", errors.New("--pace, --latency-pace: want 0 to 1m")
+	case opt.rounds < 1 || opt.rounds > 100:
+		return opt, "", errors.New("--rounds: want 1 to 100")
+	case opt.timeout <= 0:
+		return opt, "", errors.New("--timeout: want a positive duration")
+	}
+	return opt, child, nil
+}
+
+// childArgs are the flags a child gets for one target.
+func (o options) childArgs(target string, timeout time.Duration) []string {
+	return []string{
+		"-target", target,
+		"-streams", strconv.Itoa(o.streams),
+		"-concurrency", strconv.Itoa(o.concurrency),
+		"-chunks", strconv.Itoa(o.chunks),
+		"-pace", o.pace.String(),
+		"-latency-pace", o.latencyPace.String(),
+		"-paced-streams", strconv.Itoa(o.pacedStreams),
+		"-latency-requests", strconv.Itoa(o.latencyRequests),
+		"-warmup", strconv.Itoa(o.warmup),
+		"-targets", target,
+		"-upstream-idle-conns", strconv.Itoa(o.upstreamIdleConns),
+		"-timeout", timeout.String(),
+		"-cpuprofile", o.cpuprofile,
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opt, child, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bridgeload:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
+	defer cancel()
+
+	if os.Getenv(roleEnv) == "child" {
+		if child == "" {
+			fmt.Fprintln(stderr, "bridgeload: child without -target")
+			return 2
+		}
+		res, err := measure(ctx, child, opt)
+		if err != nil {
+			fmt.Fprintln(stderr, "bridgeload:", err)
+			return 1
+		}
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return 1
+		}
+		return 0
+	}
+
+	rep, err := runAll(ctx, opt, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bridgeload:", err)
+		return 1
+	}
+	table := stdout
+	if opt.json {
+		table = stderr
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "bridgeload:", err)
+			return 1
+		}
+	}
+	printReport(table, rep)
+	if opt.check && !rep.allMet() {
+		return 1
+	}
+	return 0
+}
+
+// Report is a whole run: its settings, each target's results, the goals.
+type Report struct {
+	Settings map[string]any `json:"settings"`
+	Results  []*Result      `json:"results"`
+	Goals    []Goal         `json:"goals"`
+}
+
+func (r *Report) allMet() bool {
+	for _, g := range r.Goals {
+		if !g.Met {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Report) result(target string) *Result {
+	for _, res := range r.Results {
+		if res.Target == target {
+			return res
+		}
+	}
+	return nil
+}
+
+// runAll measures each target in turn, never two at once.
+func runAll(ctx context.Context, opt options, stderr io.Writer) (*Report, error) {
+	rep := &Report{Settings: map[string]any{
+		"streams": opt.streams, "concurrency": opt.concurrency, "chunks": opt.chunks,
+		"pace": opt.pace.String(), "latency_pace": opt.latencyPace.String(),
+		"paced_streams": opt.pacedStreams, "latency_requests": opt.latencyRequests,
+		"upstream_idle_conns": opt.upstreamIdleConns, "fork": opt.fork, "rounds": opt.rounds,
+	}}
+	byTarget := map[string][]*Result{}
+	for round := range opt.rounds {
+		for _, t := range opt.targets {
+			fmt.Fprintf(stderr, "bridgeload: round %d/%d: measuring %s...\n", round+1, opt.rounds, t)
+			var (
+				res *Result
+				err error
+			)
+			if opt.fork {
+				res, err = measureInChild(ctx, t, opt, stderr)
+			} else {
+				res, err = measure(ctx, t, opt)
+			}
+			if err != nil {
+				return nil, err
+			}
+			byTarget[t] = append(byTarget[t], res)
+		}
+	}
+	for _, t := range opt.targets {
+		rep.Results = append(rep.Results, medianResult(byTarget[t]))
+	}
+	rep.Goals = goals(rep)
+	return rep, nil
+}
+
+// measureInChild re-executes this program to measure target alone.
+func measureInChild(ctx context.Context, target string, opt options, stderr io.Writer) (*Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dl, _ := ctx.Deadline()
+	cmd := exec.CommandContext(ctx, exe, opt.childArgs(target, time.Until(dl))...)
+	cmd.Env = append(os.Environ(), roleEnv+"=child")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("measure %s: %w", target, err)
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return nil, fmt.Errorf("measure %s: child output: %w", target, err)
+	}
+	return &res, nil
+}
+
+// Goal is one target of the foundation issue, checked.
+type Goal struct {
+	Name  string  `json:"name"`
+	Want  string  `json:"want"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	Met   bool    `json:"met"`
+}
+
+// goals checks the bridge against the floor (the proxy) and the direct
+// baseline, where both were measured.
+func goals(rep *Report) []Goal {
+	d, p, b := rep.result(targetDirect), rep.result(targetProxy), rep.result(targetBridge)
+	var gs []Goal
+	if b == nil {
+		return nil
+	}
+	if d != nil && p != nil && b.Latency.TTFB.N > 0 && p.Latency.TTFB.N > 0 && d.Latency.TTFB.N > 0 {
+		floor := p.Latency.TTFB.P50 - d.Latency.TTFB.P50
+		added := b.Latency.TTFB.P50 - d.Latency.TTFB.P50
+		gs = append(gs, Goal{Name: "added median TTFB (ms)", Want: "<= 1.5 x the floor's",
+			Value: added, Limit: 1.5 * floor, Met: added <= 1.5*floor})
+	}
+	if p != nil && b.Throughput.Streams > 0 && p.Throughput.Streams > 0 {
+		limit := 0.5 * p.Throughput.StreamsPerSec
+		gs = append(gs, Goal{Name: fmt.Sprintf("streams/s at %d concurrent", b.Throughput.Concurrency), Want: ">= 0.5 x the floor's",
+			Value: b.Throughput.StreamsPerSec, Limit: limit, Met: b.Throughput.StreamsPerSec >= limit})
+	}
+	if p != nil && b.Memory.Streams > 0 && p.Memory.PeakRSSKiB > 0 {
+		limit := 2 * float64(p.Memory.PeakRSSKiB) / 1024
+		v := float64(b.Memory.PeakRSSKiB) / 1024
+		gs = append(gs, Goal{Name: fmt.Sprintf("peak RSS with %d paced streams (MiB)", b.Memory.Streams), Want: "< 2 x the floor's",
+			Value: v, Limit: limit, Met: v < limit})
+	}
+	if b.Throughput.Streams > 0 {
+		gs = append(gs, Goal{Name: fmt.Sprintf("streams cut short in %d", b.Throughput.Streams), Want: "0",
+			Value: float64(b.Throughput.Cut), Limit: 0, Met: b.Throughput.Cut == 0})
+	}
+	return gs
+}
+
+func printReport(w io.Writer, rep *Report) {
+	s := rep.Settings
+	fmt.Fprintf(w, "bridgeload: %v content chunks a stream; latency: %v sequential streams; throughput: %v streams, %v at a time; memory: %v streams open, chunks %v apart\n\n",
+		s["chunks"], s["latency_requests"], s["streams"], s["concurrency"], s["paced_streams"], s["pace"])
+	if n, _ := s["rounds"].(int); n > 1 {
+		fmt.Fprintf(w, "each figure the median of %d rounds (targets interleaved); stream counts summed over them\n\n", n)
+	}
+	d := rep.result(targetDirect)
+	cols := make([]*Result, 0, 3)
+	for _, t := range allTargets {
+		if r := rep.result(t); r != nil {
+			cols = append(cols, r)
+		}
+	}
+	fmt.Fprintf(w, "%-36s", "")
+	for _, c := range cols {
+		fmt.Fprintf(w, "%12s", c.Target)
+	}
+	fmt.Fprintln(w)
+	row := func(name string, f func(*Result) string) {
+		fmt.Fprintf(w, "%-36s", name)
+		for _, c := range cols {
+			fmt.Fprintf(w, "%12s", f(c))
+		}
+		fmt.Fprintln(w)
+	}
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	added := func(f func(*Result) float64) func(*Result) string {
+		return func(r *Result) string {
+			if d == nil || r.Target == targetDirect {
+				return "-"
+			}
+			return ms(f(r) - f(d))
+		}
+	}
+	lat := func(f func(*Result) float64) func(*Result) string {
+		return func(r *Result) string { return ms(f(r)) }
+	}
+	row("TTFB p50, sequential (ms)", lat(func(r *Result) float64 { return r.Latency.TTFB.P50 }))
+	row("TTFB p99, sequential (ms)", lat(func(r *Result) float64 { return r.Latency.TTFB.P99 }))
+	row("TTLB p50, sequential (ms)", lat(func(r *Result) float64 { return r.Latency.TTLB.P50 }))
+	row("TTLB p99, sequential (ms)", lat(func(r *Result) float64 { return r.Latency.TTLB.P99 }))
+	row("added TTFB p50 (ms)", added(func(r *Result) float64 { return r.Latency.TTFB.P50 }))
+	row("added TTFB p99 (ms)", added(func(r *Result) float64 { return r.Latency.TTFB.P99 }))
+	row("added TTLB p50 (ms)", added(func(r *Result) float64 { return r.Latency.TTLB.P50 }))
+	row("added TTLB p99 (ms)", added(func(r *Result) float64 { return r.Latency.TTLB.P99 }))
+	row("streams/s, concurrent", func(r *Result) string { return strconv.FormatFloat(r.Throughput.StreamsPerSec, 'f', 1, 64) })
+	row("TTFB p50, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTFB.P50 }))
+	row("TTLB p50, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTLB.P50 }))
+	row("TTLB p99, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTLB.P99 }))
+	row("upstream conns opened, concurrent", func(r *Result) string { return strconv.FormatInt(r.Throughput.UpstreamConns, 10) })
+	mib := func(kib int64) string { return strconv.FormatFloat(float64(kib)/1024, 'f', 1, 64) }
+	row("RSS before paced streams (MiB)", func(r *Result) string { return mib(r.Memory.BaselineRSSKiB) })
+	row("peak RSS, paced streams (MiB)", func(r *Result) string { return mib(r.Memory.PeakRSSKiB) })
+	row("heap in use before (MiB)", func(r *Result) string { return mib(int64(r.Memory.BaselineHeapBytes / 1024)) })
+	row("peak heap in use, paced (MiB)", func(r *Result) string { return mib(int64(r.Memory.PeakHeapBytes / 1024)) })
+	row("cut short, concurrent", func(r *Result) string { return fmt.Sprintf("%d/%d", r.Throughput.Cut, r.Throughput.Streams) })
+	row("cut short, sequential + paced", func(r *Result) string {
+		return fmt.Sprintf("%d/%d", r.Latency.Cut+r.Memory.Cut, r.Latency.Requests+r.Memory.Total)
+	})
+	for _, r := range cols {
+		for _, reason := range slices.Concat(r.Latency.Reasons, r.Throughput.Reasons, r.Memory.Reasons) {
+			fmt.Fprintf(w, "  %s cut short: %s\n", r.Target, reason)
+		}
+	}
+	if b := rep.result(targetBridge); b != nil && len(b.Store) > 0 {
+		fmt.Fprintf(w, "\nbridge store calls %12s %12s\n", "sequential", "concurrent")
+		st := func(name string, f func(*StoreStats) float64) {
+			fmt.Fprintf(w, "  %-30s", name)
+			for _, ph := range []string{"latency", "throughput"} {
+				if s := b.Store[ph]; s != nil {
+					fmt.Fprintf(w, "%12.1f", f(s))
+				} else {
+					fmt.Fprintf(w, "%12s", "-")
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		st("commits per stream", func(s *StoreStats) float64 { return s.CommitsPer })
+		st("events per commit", func(s *StoreStats) float64 { return s.EventsPerTx })
+		st("commit mean (us)", func(s *StoreStats) float64 { return s.CommitUS })
+		st("CreateSession mean (us)", func(s *StoreStats) float64 { return s.CreateSession })
+		st("Messages (transcript) mean (us)", func(s *StoreStats) float64 { return s.Messages })
+		st("CreateRun mean (us)", func(s *StoreStats) float64 { return s.CreateRun })
+		st("Run reads per stream", func(s *StoreStats) float64 { return s.RunReads })
+		st("Run read mean (us)", func(s *StoreStats) float64 { return s.RunReadUS })
+	}
+	if len(rep.Goals) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-40s %-22s %12s %12s  %s\n", "goal (bridge)", "want", "bridge", "limit", "met")
+	for _, g := range rep.Goals {
+		met := "yes"
+		if !g.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(w, "%-40s %-22s %12.3f %12.3f  %s\n", g.Name, g.Want, g.Value, g.Limit, met)
+	}
+}

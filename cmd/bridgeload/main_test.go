@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary serve as bridgeload's child process: the
+// parent re-executes os.Executable() with roleEnv set.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "child" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestShortRun is a whole bridgeload run, children and all, scaled down: no
+// stream of any target may be cut short, and every target must have
+// produced every measurement.
+func TestShortRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--streams=50", "--concurrency=5", "--chunks=20", "--latency-requests=20",
+		"--paced-streams=10", "--pace=2ms", "--warmup=2", "--timeout=60s", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != len(allTargets) {
+		t.Fatalf("%d results, want one for each of %v", len(rep.Results), allTargets)
+	}
+	for i, r := range rep.Results {
+		if r.Target != allTargets[i] {
+			t.Errorf("result %d is for %q, want %q", i, r.Target, allTargets[i])
+		}
+		if n := r.Latency.Cut + r.Throughput.Cut + r.Memory.Cut; n > 0 {
+			t.Errorf("%s: %d streams cut short: %v", r.Target,
+				n, append(append(r.Latency.Reasons, r.Throughput.Reasons...), r.Memory.Reasons...))
+		}
+		if r.Latency.TTFB.N != 20 || r.Latency.TTLB.N != 20 || r.Latency.TTFB.P50 <= 0 || r.Latency.TTLB.P99 < r.Latency.TTFB.P50 {
+			t.Errorf("%s: latency = %+v, want 20 streams measured", r.Target, r.Latency)
+		}
+		if r.Throughput.Streams != 50 || r.Throughput.TTLB.N != 50 || r.Throughput.StreamsPerSec <= 0 {
+			t.Errorf("%s: throughput = %+v, want 50 streams measured", r.Target, r.Throughput)
+		}
+		if r.Memory.Streams != 10 || r.Memory.PeakRSSKiB <= 0 || r.Memory.PeakHeapBytes == 0 {
+			t.Errorf("%s: memory = %+v, want RSS and heap of 10 paced streams", r.Target, r.Memory)
+		}
+	}
+	if b := rep.result(targetBridge); b == nil || b.Store["throughput"] == nil || b.Store["throughput"].Commits == 0 {
+		t.Errorf("bridge: no store calls recorded")
+	}
+	if len(rep.Goals) != 4 {
+		t.Errorf("goals = %+v, want 4 checked", rep.Goals)
+	}
+	// The table went to stderr, with the goals beside the numbers.
+	for _, want := range []string{"added TTFB p50", "streams/s", "peak RSS", "cut short", "goal (bridge)"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	opt, _, err := parseFlags([]string{"--targets=bridge,proxy", "--chunks=7"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(opt.targets, ",") != "bridge,proxy" || opt.chunks != 7 || opt.streams != 10_000 || opt.concurrency != 50 {
+		t.Errorf("options = %+v", opt)
+	}
+	for _, bad := range [][]string{{"--targets=nginx"}, {"--concurrency=0"}, {"--streams=-1"}, {"extra"}} {
+		if _, _, err := parseFlags(bad, &stderr); err == nil {
+			t.Errorf("parseFlags(%q) = nil error", bad)
+		}
+	}
+	// A child gets back the options it was started with.
+	back, child, err := parseFlags(opt.childArgs("proxy", opt.timeout), &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child != "proxy" || back.chunks != 7 || back.pace != opt.pace || strings.Join(back.targets, ",") != "proxy" {
+		t.Errorf("child options = %+v, %q", back, child)
+	}
+}
+
+func TestUpstreamScript(t *testing.T) {
+	n, pace, err := parseModel(modelName(12, 0))
+	if err != nil || n != 12 || pace != 0 {
+		t.Fatalf("parseModel = %d, %v, %v", n, pace, err)
+	}
+	for _, bad := range []string{"gpt-4o", "load/x/0s", "load/1/fast", "load/-1/0s"} {
+		if _, _, err := parseModel(bad); err == nil {
+			t.Errorf("parseModel(%q) = nil error", bad)
+		}
+	}
+	d := distOf(nil)
+	if d.N != 0 {
+		t.Errorf("distOf(nil) = %+v", d)
+	}
+}
