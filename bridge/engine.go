@@ -61,6 +61,10 @@ type Config struct {
 	// QueueSize bounds the events waiting for the writer (default 8192); a
 	// full queue slows the runs that produce events, never drops any.
 	QueueSize int
+
+	// RunTimeout bounds a whole run; one that takes longer fails with
+	// CodeTimeout. 0 means no bound.
+	RunTimeout time.Duration
 }
 
 // Engine runs turns: it resolves sessions, calls upstreams, commits every
@@ -73,8 +77,9 @@ type Engine struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	maxBatch int
-	queue    chan *pending
+	maxBatch   int
+	queue      chan *pending
+	runTimeout time.Duration
 
 	mu      sync.Mutex
 	live    map[string]*liveRun
@@ -97,6 +102,7 @@ func New(cfg Config) (*Engine, error) {
 		log:        cfg.Logger,
 		now:        cfg.Now,
 		maxBatch:   cfg.MaxBatch,
+		runTimeout: cfg.RunTimeout,
 		live:       make(map[string]*liveRun),
 		writerDone: make(chan struct{}),
 	}
@@ -135,6 +141,7 @@ var (
 	errAborted    = errors.New("cancelled by the client")
 	errClientGone = errors.New("client disconnected")
 	errShutdown   = errors.New("bridge shutting down")
+	errRunTimeout = errors.New("run timeout")
 )
 
 // Start records a new run for req (or continues the run waiting for the
@@ -198,6 +205,12 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	if e.runTimeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, e.runTimeout, errRunTimeout)
+		parent := cancel
+		cancel = func(err error) { parent(err); stop() }
+	}
 	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes())
 	if sc := span.SpanContext(); sc.HasTraceID() && run.TraceID == "" {
 		run.TraceID = sc.TraceID().String()
@@ -457,11 +470,15 @@ func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 	switch {
 	case err != nil && ctx.Err() != nil:
 		cause := context.Cause(ctx)
-		status := StatusCancelled
-		if errors.Is(cause, errShutdown) {
-			status = StatusInterrupted
+		switch {
+		case errors.Is(cause, errRunTimeout):
+			final = &Final{Status: StatusFailed, Reason: "run timeout",
+				Error: Errorf(CodeTimeout, "the run took longer than %s (run timeout)", e.runTimeout)}
+		case errors.Is(cause, errShutdown):
+			final = &Final{Status: StatusInterrupted, Reason: cause.Error()}
+		default:
+			final = &Final{Status: StatusCancelled, Reason: cause.Error()}
 		}
-		final = &Final{Status: status, Reason: cause.Error()}
 	case err != nil:
 		be := AsError(err)
 		if be.Code == CodeInternal && !errors.As(err, new(*Error)) {

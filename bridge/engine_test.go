@@ -411,3 +411,25 @@ func TestCloseInterruptsRunningRuns(t *testing.T) {
 		t.Errorf("Start after Close: %v", err)
 	}
 }
+
+func TestRunTimeout(t *testing.T) {
+	up := &bridgetest.Upstream{Events: bridgetest.TextEvents("never"), Gate: make(chan struct{})}
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "b.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e, _ := bridge.New(bridge.Config{Store: store, RunTimeout: 50 * time.Millisecond,
+		Route: func(string) (bridge.Upstream, error) { return up, nil }})
+	defer e.Close(t.Context())
+	run, err := e.Start(t.Context(), userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events, _ := e.Subscribe(t.Context(), run.ID, 0)
+	evs := collect(t, events)
+	f := evs[len(evs)-1].Final
+	if f == nil || f.Status != bridge.StatusFailed || f.Error == nil || f.Error.Code != bridge.CodeTimeout || f.Reason != "run timeout" {
+		t.Errorf("final = %+v, want failed by the run timeout", f)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bridge-dev/bridge/outbound"
 )
 
 // Config is the serve configuration: flags, or the YAML file of --config
@@ -21,6 +23,8 @@ type Config struct {
 	EchoDelay time.Duration `yaml:"echo_delay"`
 	// ShutdownGrace bounds how long SIGTERM waits for streams to end.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// RunTimeout bounds a whole run (0: none).
+	RunTimeout time.Duration `yaml:"run_timeout"`
 }
 
 // Upstream is one configured upstream.
@@ -35,6 +39,12 @@ type Upstream struct {
 	Model string `yaml:"model"`
 	// Models are the model names routed to this upstream ("*" for any).
 	Models []string `yaml:"models"`
+
+	// Breaker, Retry and Timeouts tune reliability; zero values are the
+	// defaults (outbound.BreakerConfig, RetryConfig, Timeouts).
+	Breaker  outbound.BreakerConfig `yaml:"breaker"`
+	Retry    outbound.RetryConfig   `yaml:"retry"`
+	Timeouts outbound.Timeouts      `yaml:"timeouts"`
 }
 
 func defaultConfig() Config {

@@ -61,9 +61,13 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 			store.Close()
 			return nil, err
 		}
-		rt.upstreams = append(rt.upstreams, routedUpstream{up: outbound.Wrap(up), models: u.Models})
+		// Outermost first: retries go around the breaker, so an open
+		// breaker stops them at once.
+		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, nil)
+		wrapped := outbound.Wrap(up, outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
+		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 	}
-	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log})
+	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, RunTimeout: cfg.RunTimeout})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -110,9 +114,20 @@ func newUpstream(u Upstream, cfg Config) (bridge.Upstream, error) {
 	case "echo":
 		return &echo.Upstream{Delay: cfg.EchoDelay}, nil
 	case "openai":
-		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model}), nil
+		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts}), nil
 	}
 	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
+}
+
+// idempotent reports whether a dialect's calls may be retried after the
+// upstream answered with an error: a model call has no effect worth
+// protecting; an agent's message may have started work.
+func idempotent(dialect string) bool {
+	switch dialect {
+	case "a2a", "adk", "hermes":
+		return false
+	}
+	return true
 }
 
 // Addr is the address the bridge listens on.

@@ -28,6 +28,14 @@ type Reply struct {
 	NoDone bool
 	// CutAfter, when > 0, drops the connection after that many chunks.
 	CutAfter int
+	// StallAfter, when > 0, stops sending after that many chunks and holds
+	// the connection open until the client goes away (or 10 s).
+	StallAfter int
+	// HeaderDelay is slept before the response headers (a stall before the
+	// first byte).
+	HeaderDelay time.Duration
+	// Header is added to the response headers.
+	Header http.Header
 }
 
 // Server is the fake upstream. Its URL is the base URL an SDK takes
@@ -75,6 +83,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
 	rep := s.Reply(n, body)
+	if rep.HeaderDelay > 0 {
+		select {
+		case <-time.After(rep.HeaderDelay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	for k, v := range rep.Header {
+		w.Header()[k] = v
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
@@ -88,6 +106,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for i, c := range rep.Chunks {
 		if rep.CutAfter > 0 && i == rep.CutAfter {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
+		}
+		if rep.StallAfter > 0 && i == rep.StallAfter {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+			return
 		}
 		if rep.Delay > 0 {
 			select {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
+)
+
+// chat posts a Chat Completions request and returns the status, the
+// Retry-After header and the body.
+func chat(t *testing.T, base string, stream bool) (int, string, string) {
+	t.Helper()
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	if stream {
+		body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	}
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+}
+
+func errorType(t *testing.T, body string) string {
+	t.Helper()
+	var e struct{ Error struct{ Type, Message string } }
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("not an OpenAI error object: %s", body)
+	}
+	return e.Error.Type
+}
+
+// TestBreakerOverOpenAI: 500s until the breaker opens, then immediate 503s
+// with Retry-After without touching the upstream, then half-open recovery.
+func TestBreakerOverOpenAI(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	up := openaitest.New(func(int, []byte) openaitest.Reply {
+		if fail.Load() {
+			return openaitest.Reply{Status: 500, Body: openaitest.ErrorBody("server_error", "boom", "")}
+		}
+		c := &openaitest.Chunks{ID: "c", Model: "m"}
+		return openaitest.Reply{Chunks: c.Role().Text("back").Finish("stop").List()}
+	})
+	t.Cleanup(up.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
+		Breaker: outbound.BreakerConfig{Failures: 3, OpenFor: 300 * time.Millisecond},
+		Retry:   outbound.RetryConfig{Disabled: true}}}
+	base := "http://" + startMain(t, cfg).Addr()
+
+	for i := range 3 {
+		if status, _, body := chat(t, base, false); status != 500 || errorType(t, body) != "server_error" {
+			t.Fatalf("call %d: %d %s", i, status, body)
+		}
+	}
+	status, retryAfter, body := chat(t, base, true)
+	if status != 503 || retryAfter == "" || errorType(t, body) != "service_unavailable_error" {
+		t.Fatalf("open breaker: %d Retry-After %q %s", status, retryAfter, body)
+	}
+	if n := len(up.Requests()); n != 3 {
+		t.Errorf("the open breaker let requests through: %d upstream requests", n)
+	}
+	time.Sleep(350 * time.Millisecond)
+	fail.Store(false)
+	if status, _, body := chat(t, base, false); status != 200 || !strings.Contains(body, "back") {
+		t.Fatalf("half-open trial: %d %s", status, body)
+	}
+	if status, _, _ := chat(t, base, false); status != 200 {
+		t.Errorf("after recovery: %d", status)
+	}
+}
+
+// TestFaultsOverOpenAI: each upstream fault ends as documented, in the
+// OpenAI dialect, and the bridge goes on serving.
+func TestFaultsOverOpenAI(t *testing.T) {
+	var script atomic.Value // func(n int) openaitest.Reply
+	up := openaitest.New(func(n int, _ []byte) openaitest.Reply { return script.Load().(func(int) openaitest.Reply)(n) })
+	t.Cleanup(up.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
+		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
+		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond}}}
+	base := "http://" + startMain(t, cfg).Addr()
+	text := func(c *openaitest.Chunks) *openaitest.Chunks { return c.Role().Text("par", "tial") }
+
+	tests := []struct {
+		name   string
+		reply  func(n int) openaitest.Reply
+		stream bool
+		status int
+		want   string // in the body
+	}{
+		{"stall before first byte", func(int) openaitest.Reply {
+			return openaitest.Reply{HeaderDelay: time.Second}
+		}, false, 504, "first byte timeout"},
+		{"stall mid-stream", func(int) openaitest.Reply {
+			c := text(&openaitest.Chunks{ID: "c", Model: "m"})
+			return openaitest.Reply{Chunks: c.Finish("stop").List(), StallAfter: 3}
+		}, true, 200, "idle timeout"},
+		{"truncated stream", func(int) openaitest.Reply {
+			c := text(&openaitest.Chunks{ID: "c", Model: "m"})
+			return openaitest.Reply{Chunks: c.List(), NoDone: true}
+		}, true, 200, `"error"`},
+		{"garbage in the stream", func(int) openaitest.Reply {
+			c := text(&openaitest.Chunks{ID: "c", Model: "m"})
+			return openaitest.Reply{Chunks: append(c.List(), `\x00\x01 not json`)}
+		}, true, 200, `"error"`},
+		{"429 retried", func(n int) openaitest.Reply {
+			if n%2 == 0 {
+				return openaitest.Reply{Status: 429, Body: openaitest.ErrorBody("rate_limit_error", "slow down", ""),
+					Header: http.Header{"Retry-After": {"0"}}}
+			}
+			c := &openaitest.Chunks{ID: "c", Model: "m"}
+			return openaitest.Reply{Chunks: c.Role().Text("after retry").Finish("stop").List()}
+		}, false, 200, "after retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n0 := len(up.Requests())
+			script.Store(func(n int) openaitest.Reply { return tt.reply(n - n0) })
+			status, _, body := chat(t, base, tt.stream)
+			if status != tt.status || !strings.Contains(body, tt.want) {
+				t.Errorf("got %d:\n%s\nwant %d with %q", status, body, tt.status, tt.want)
+			}
+			if tt.stream && !strings.HasSuffix(body, "data: [DONE]\n\n") {
+				t.Errorf("stream does not end with [DONE]:\n%s", body)
+			}
+		})
+	}
+	// Still serving.
+	script.Store(func(int) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "c", Model: "m"}
+		return openaitest.Reply{Chunks: c.Role().Text("fine").Finish("stop").List()}
+	})
+	if status, _, body := chat(t, base, false); status != 200 || !strings.Contains(body, "fine") {
+		t.Errorf("after the faults: %d %s", status, body)
+	}
+}
