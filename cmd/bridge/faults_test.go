@@ -32,7 +32,9 @@ func chat(t *testing.T, base string, stream bool) (int, string, string) {
 
 func errorType(t *testing.T, body string) string {
 	t.Helper()
-	var e struct{ Error struct{ Type, Message string } }
+	var e struct {
+		Error struct{ Type, Message string }
+	}
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Message == "" {
 		t.Fatalf("not an OpenAI error object: %s", body)
 	}
