@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -65,6 +68,13 @@ type Config struct {
 	// RunTimeout bounds a whole run; one that takes longer fails with
 	// CodeTimeout. 0 means no bound.
 	RunTimeout time.Duration
+
+	// MaxRunsPerPrincipal bounds the runs one principal has going at once
+	// (default 64); one more is refused with CodeRateLimited.
+	MaxRunsPerPrincipal int
+	// MaxMessages and MaxTools bound a request (defaults 10,000 and 512).
+	MaxMessages int
+	MaxTools    int
 }
 
 // Engine runs turns: it resolves sessions, calls upstreams, commits every
@@ -80,6 +90,9 @@ type Engine struct {
 	maxBatch   int
 	queue      chan *pending
 	runTimeout time.Duration
+	maxRuns    int
+	maxMsgs    int
+	maxTools   int
 
 	mu      sync.Mutex
 	live    map[string]*liveRun
@@ -103,6 +116,9 @@ func New(cfg Config) (*Engine, error) {
 		now:        cfg.Now,
 		maxBatch:   cfg.MaxBatch,
 		runTimeout: cfg.RunTimeout,
+		maxRuns:    cmp.Or(cfg.MaxRunsPerPrincipal, 64),
+		maxMsgs:    cmp.Or(cfg.MaxMessages, 10_000),
+		maxTools:   cmp.Or(cfg.MaxTools, 512),
 		live:       make(map[string]*liveRun),
 		writerDone: make(chan struct{}),
 	}
@@ -153,6 +169,12 @@ var (
 func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if len(req.Messages) == 0 {
 		return nil, Errorf(CodeInvalid, "no input messages")
+	}
+	if len(req.Messages) > e.maxMsgs {
+		return nil, Errorf(CodeTooLarge, "%d messages is more than the %d allowed", len(req.Messages), e.maxMsgs)
+	}
+	if len(req.Tools) > e.maxTools {
+		return nil, Errorf(CodeTooLarge, "%d tools is more than the %d allowed", len(req.Tools), e.maxTools)
 	}
 	up, err := e.route(req.Model)
 	if err != nil {
@@ -211,7 +233,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		parent := cancel
 		cancel = func(err error) { parent(err); stop() }
 	}
-	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes())
+	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes(runSpanAttributes(run)...),
+		trace.WithLinks(originLinks(ctx, run.TraceID)...))
+	if prev != nil {
+		span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("tool_results"), attrAfterSeq.Int64(run.LastSeq)))
+	}
 	if sc := span.SpanContext(); sc.HasTraceID() && run.TraceID == "" {
 		run.TraceID = sc.TraceID().String()
 	}
@@ -251,7 +277,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	go func() {
 		defer e.runs.Done()
 		defer span.End()
-		e.pump(runCtx, lr, up, &upReq)
+		e.pump(runCtx, lr, up, &upReq, &runTrace{span: span, start: now})
 	}()
 	return &snapshot, nil
 }
@@ -351,6 +377,16 @@ func (e *Engine) register(lr *liveRun) error {
 	if _, ok := e.live[lr.run.ID]; ok {
 		return Errorf(CodeConflict, "run %s is already running", lr.run.ID)
 	}
+	n := 0
+	for _, o := range e.live {
+		if o.run.Principal == lr.run.Principal {
+			n++
+		}
+	}
+	if n >= e.maxRuns {
+		return &Error{Code: CodeRateLimited, RetryAfter: time.Second,
+			Message: fmt.Sprintf("%d runs are already going; wait for one to end", n)}
+	}
 	e.live[lr.run.ID] = lr
 	return nil
 }
@@ -375,7 +411,7 @@ const maxSteps = 16
 
 // pump drives a run's upstream calls and commits their events: one call,
 // and one more each time a steer arrived while the model was answering.
-func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request) {
+func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request, rt *runTrace) {
 	defer func() {
 		if lr.stopAfter != nil {
 			lr.stopAfter()
@@ -386,10 +422,11 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 	// client's tool results.
 	if queued := e.takeParked(lr.run.ID); len(queued) > 0 {
 		req.Messages = append(slices.Clip(req.Messages), queued...)
+		rt.steer(len(queued))
 	}
 	var msgs []Message // transcript messages the run adds, committed with its final
 	for n := 1; ; n++ {
-		final, msg := e.step(ctx, lr, up, req)
+		final, msg := e.step(ctx, lr, up, req, rt)
 		if msg != nil {
 			msgs = append(msgs, *msg)
 		}
@@ -401,7 +438,7 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 			} else {
 				msgs = append(msgs, steers...)
 			}
-			e.finish(lr, final, msgs)
+			e.finish(lr, final, msgs, rt)
 			return
 		}
 		// The model finished while the user said more: one more call, same run.
@@ -410,12 +447,13 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 		}
 		req.Messages = append(slices.Clip(req.Messages), steers...)
 		msgs = append(msgs, steers...)
+		rt.steer(len(steers))
 	}
 }
 
 // step makes one upstream call and emits its events. It returns the step's
 // outcome and the assistant message it produced.
-func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Request) (*Final, *Message) {
+func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Request, rt *runTrace) (*Final, *Message) {
 	runID := lr.run.ID
 	e.mapToolCallIDs(ctx, up, req)
 	var (
@@ -457,6 +495,7 @@ func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 					e.recordToolCallID(ctx, up, ev.ToolCall.ID)
 				}
 			}
+			rt.token(e, ev.Kind)
 			asm.add(&ev)
 			if ev.Source == "" {
 				ev.Source = SourceModel
@@ -470,6 +509,7 @@ func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 	switch {
 	case err != nil && ctx.Err() != nil:
 		cause := context.Cause(ctx)
+		rt.span.AddEvent(eventCancel, trace.WithAttributes(attrCause.String(cause.Error())))
 		switch {
 		case errors.Is(cause, errRunTimeout):
 			final = &Final{Status: StatusFailed, Reason: "run timeout",
@@ -510,6 +550,12 @@ func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
 		msg.Role = RoleUser
 	}
 	msg.RunID = runID
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		for _, l := range originLinks(ctx, lr.run.TraceID) {
+			sp.AddLink(l)
+		}
+		sp.AddEvent(eventSteer, trace.WithAttributes(attrRunID.String(runID)))
+	}
 	if msg.Created.IsZero() {
 		msg.Created = e.now().UTC()
 	}
@@ -553,7 +599,7 @@ func (e *Engine) takeParked(runID string) []Message {
 
 // finish commits the run's final event, its row and the assistant's
 // transcript message in one batch, then retires the live run.
-func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message) {
+func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message, rt *runTrace) {
 	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1), msgs: msgs}
 	now := e.now().UTC()
 	p.ev.Time = now
@@ -577,8 +623,10 @@ func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message) {
 	}
 	e.unregister(lr)
 	lr.close()
+	rt.end(&run)
 	e.log.Info("run ended", "run", run.ID, "session", run.SessionID, "status", run.Status,
-		"inbound", run.Inbound, "outbound", run.Outbound, "trace_id", run.TraceID)
+		"stop_reason", run.StopReason, "inbound", run.Inbound, "outbound", run.Outbound, "trace_id", run.TraceID,
+		"ttft_ms", rt.ttftMillis(), "duration_ms", millis(run.Finished.Sub(rt.start)))
 }
 
 // emit assigns ev its seq and queues it for the writer. It reports false
@@ -662,6 +710,10 @@ func (e *Engine) recordToolCallID(ctx context.Context, up Upstream, id string) {
 // follows the live ones until the run ends: no gap, no duplicate at the
 // seam. The stream ends after the final event, or with ctx's error.
 func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
+	if sp := trace.SpanFromContext(ctx); after > 0 && sp.IsRecording() {
+		sp.AddEvent(eventResume, trace.WithAttributes(attrRunID.String(runID),
+			attrResumeReason.String("cursor"), attrAfterSeq.Int64(after)))
+	}
 	principal := PrincipalFromContext(ctx)
 	if lr := e.liveRun(runID); lr != nil {
 		if lr.run.Principal != principal {
@@ -855,4 +907,106 @@ func appendUnique(s []string, add ...string) []string {
 		}
 	}
 	return s
+}
+
+// Tracing. The engine sees only the OpenTelemetry API: the run span's
+// attributes and events are set here, the providers are made elsewhere.
+
+// Run span attribute keys and event names.
+const (
+	attrRunID        = attribute.Key("bridge.run.id")
+	attrSessionID    = attribute.Key("bridge.session.id")
+	attrInbound      = attribute.Key("bridge.dialect.inbound")
+	attrOutbound     = attribute.Key("bridge.dialect.outbound")
+	attrUpstream     = attribute.Key("bridge.upstream.name")
+	attrModel        = attribute.Key("gen_ai.request.model")
+	attrOutcome      = attribute.Key("bridge.run.outcome")
+	attrStopReason   = attribute.Key("bridge.stop_reason")
+	attrInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
+	attrOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
+	attrResumeReason = attribute.Key("bridge.resume.reason")
+	attrAfterSeq     = attribute.Key("bridge.resume.after_seq")
+	attrCause        = attribute.Key("bridge.cancel.cause")
+	attrSteers       = attribute.Key("bridge.steer.messages")
+	attrLink         = attribute.Key("bridge.link")
+
+	eventFirstToken = "first_token"
+	eventResume     = "resume"
+	eventCancel     = "cancel"
+	eventSteer      = "steer"
+)
+
+// runTrace is what a run's span and its end log line need. The pump
+// goroutine owns it.
+type runTrace struct {
+	span       trace.Span
+	start      time.Time // when Start began
+	firstToken time.Time
+}
+
+// token notes the run's first token (text, reasoning or a tool call).
+func (rt *runTrace) token(e *Engine, k Kind) {
+	if !rt.firstToken.IsZero() || (k != KindTextDelta && k != KindReasoningDelta && k != KindToolCallStarted) {
+		return
+	}
+	rt.firstToken = e.now().UTC()
+	rt.span.AddEvent(eventFirstToken, trace.WithTimestamp(rt.firstToken))
+}
+
+// steer notes steering messages joining the run's next model call.
+func (rt *runTrace) steer(n int) {
+	rt.span.AddEvent(eventSteer, trace.WithAttributes(attrSteers.Int(n)))
+}
+
+// end sets the run's outcome on its span (ended by Start's goroutine).
+func (rt *runTrace) end(run *Run) {
+	if !rt.span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{attrOutcome.String(string(run.Status))}
+	if run.StopReason != "" {
+		attrs = append(attrs, attrStopReason.String(string(run.StopReason)))
+	}
+	if run.Usage.InputTokens != nil {
+		attrs = append(attrs, attrInputTokens.Int64(*run.Usage.InputTokens))
+	}
+	if run.Usage.OutputTokens != nil {
+		attrs = append(attrs, attrOutputTokens.Int64(*run.Usage.OutputTokens))
+	}
+	rt.span.SetAttributes(attrs...)
+	if run.Status == StatusFailed || run.Status == StatusInterrupted {
+		rt.span.SetStatus(codes.Error, run.Reason)
+	}
+}
+
+// ttftMillis is the time to first token in milliseconds, -1 for none.
+func (rt *runTrace) ttftMillis() float64 {
+	if rt.firstToken.IsZero() {
+		return -1
+	}
+	return millis(rt.firstToken.Sub(rt.start))
+}
+
+// millis renders d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runSpanAttributes are the run span's attributes known at its start.
+func runSpanAttributes(run *Run) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attrRunID.String(run.ID), attrSessionID.String(run.SessionID),
+		attrInbound.String(run.Inbound), attrOutbound.String(run.Outbound),
+		attrUpstream.String(run.Upstream), attrModel.String(run.Model),
+	}
+}
+
+// originLinks links to the trace a run started in (a continued or steered
+// run's first request) when ctx is in another trace. Only the trace id is
+// stored, so the link names the trace, not a span.
+func originLinks(ctx context.Context, traceID string) []trace.Link {
+	tid, err := trace.TraceIDFromHex(traceID)
+	if err != nil || tid == trace.SpanContextFromContext(ctx).TraceID() {
+		return nil
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid})
+	return []trace.Link{{SpanContext: sc, Attributes: []attribute.KeyValue{attrLink.String("run origin")}}}
 }

@@ -25,6 +25,21 @@ type Config struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// RunTimeout bounds a whole run (0: none).
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// MaxRunsPerPrincipal bounds the runs one principal has going at once
+	// (0: 64).
+	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`
+	// Keys are inbound API keys, held as hashes (bridge hash-key prints one).
+	Keys []KeyConfig `yaml:"keys"`
+}
+
+// KeyConfig is one inbound key of the config file.
+type KeyConfig struct {
+	// Name is the principal the key authenticates.
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the key (never the key itself).
+	SHA256 string `yaml:"sha256"`
+	// Dialects limits the key to these dialects' endpoints (none: all).
+	Dialects []string `yaml:"dialects"`
 }
 
 // Upstream is one configured upstream.

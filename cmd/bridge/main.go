@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/bridge-dev/bridge/inbound"
 )
 
 func main() {
@@ -27,7 +29,8 @@ func main() {
 const usageText = `usage: bridge <command> [flags]
 
 commands:
-  serve   serve every dialect on one listener (bridge serve -h for flags)
+  serve      serve every dialect on one listener (bridge serve -h for flags)
+  hash-key   read an API key on stdin, print the sha256 the config's keys take
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -38,6 +41,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "hash-key":
+		key, err := io.ReadAll(io.LimitReader(os.Stdin, 4096))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, inbound.HashKey(strings.TrimSpace(string(key))))
+		return nil
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return nil

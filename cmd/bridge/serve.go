@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,27 +68,44 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 		wrapped := outbound.Wrap(up, outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 	}
-	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, RunTimeout: cfg.RunTimeout})
+	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, RunTimeout: cfg.RunTimeout,
+		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal})
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	m.engine = engine
 
+	keys, err := loadKeys(cfg)
+	if err != nil {
+		_ = engine.Close(ctx)
+		store.Close()
+		return nil, err
+	}
+	// The inbound dialects: each serves its routes, renders its runs for the
+	// run API, and answers auth failures in its own error shape.
 	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
-	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa}})
+	served := []servedDialect{oa}
+
 	mux := http.NewServeMux()
-	for _, p := range oa.Routes() {
-		mux.Handle(p, oa)
+	byName := map[string]inbound.Dialect{}
+	for _, d := range served {
+		byName[d.Name()] = d
+		for _, p := range d.Routes() {
+			mux.Handle(p, keys.Authenticate(d.Name(), d.WriteError, d))
+		}
+		m.routes = append(m.routes, d.Routes()...)
 	}
+	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: byName})
 	for _, p := range ra.Routes() {
-		mux.Handle(p, ra)
+		mux.Handle(p, keys.Authenticate("", oa.WriteError, ra))
 	}
+	m.routes = append(m.routes, ra.Routes()...)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	m.routes = append(append(append(m.routes, oa.Routes()...), ra.Routes()...), "GET /healthz")
+	m.routes = append(m.routes, "GET /healthz")
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -103,6 +121,37 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 	}
 	go m.janitor()
 	return m, nil
+}
+
+// servedDialect is an inbound dialect's handler.
+type servedDialect interface {
+	inbound.Dialect
+	http.Handler
+	Routes() []string
+}
+
+// loadKeys reads the inbound keys: BRIDGE_API_KEY (principal "default"),
+// BRIDGE_API_KEYS=k1,k2,... (each its own principal, named by a prefix of
+// the key's hash) and the config's keys (held as hashes). None: no auth.
+func loadKeys(cfg Config) (*inbound.Keys, error) {
+	keys := &inbound.Keys{}
+	if k := os.Getenv("BRIDGE_API_KEY"); k != "" {
+		keys.AddKey("default", k)
+	}
+	for _, k := range strings.Split(os.Getenv("BRIDGE_API_KEYS"), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys.AddKey("key-"+inbound.HashKey(k)[:12], k)
+		}
+	}
+	for i, k := range cfg.Keys {
+		if k.Name == "" {
+			return nil, fmt.Errorf("keys[%d]: no name", i)
+		}
+		if err := keys.AddHash(k.Name, k.SHA256, k.Dialects...); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }
 
 func newUpstream(u Upstream, cfg Config) (bridge.Upstream, error) {
