@@ -148,3 +148,48 @@ func TestFaultsOverOpenAI(t *testing.T) {
 		t.Errorf("after the faults: %d %s", status, body)
 	}
 }
+
+// TestBadInputOverOpenAI: malformed requests get the right 4xx as OpenAI
+// error objects, never a 500 or a Go error string.
+func TestBadInputOverOpenAI(t *testing.T) {
+	base := "http://" + startMain(t, defaultConfig()).Addr()
+	deep := strings.Repeat("[", 10_000) + strings.Repeat("]", 10_000)
+	tests := []struct {
+		name, body string
+		status     int
+	}{
+		{"malformed json", `{"model":"echo","messages":[{"role":"user","content":"x"}`, 400},
+		{"wrong type", `{"model":"echo","messages":"hello"}`, 400},
+		{"wrong content type", `{"model":"echo","messages":[{"role":"user","content":42}]}`, 400},
+		{"missing messages", `{"model":"echo"}`, 400},
+		{"missing model", `{"messages":[{"role":"user","content":"x"}]}`, 400},
+		{"deep nesting", `{"model":"echo","messages":[{"role":"user","content":"x"}],"metadata":` + deep + `}`, 400},
+		{"20 MiB body", `{"model":"echo","messages":[{"role":"user","content":"` + strings.Repeat("a", 20<<20) + `"}]}`, 413},
+		{"not json at all", "\x00\x01\x02", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := postRaw(t, base, tt.body)
+			if status != tt.status {
+				t.Errorf("status %d, want %d: %.300s", status, tt.status, body)
+			}
+			if typ := errorType(t, body); typ != "invalid_request_error" {
+				t.Errorf("type %q", typ)
+			}
+			if strings.Contains(body, "json:") || strings.Contains(body, "runtime") {
+				t.Errorf("a Go error string reached the client: %s", body)
+			}
+		})
+	}
+}
+
+func postRaw(t *testing.T, base, body string) (int, string, string) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+}
