@@ -257,7 +257,14 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		e.unregister(lr)
 		cancel(err)
 		span.End()
-		return nil, fmt.Errorf("create run=%s: %w", run.ID, err)
+		e.log.Error("create run", "run", run.ID, "err", err)
+		if ErrorCode(err) == CodeConflict {
+			return nil, err
+		}
+		// A full disk or a locked database: the run cannot be recorded, so
+		// it does not start.
+		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
+			Message: "the bridge cannot record new runs right now (storage unavailable)"}
 	}
 	snapshot := *run
 	if !req.Detached {

@@ -2,10 +2,13 @@ package bridge_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,4 +435,67 @@ func TestRunTimeout(t *testing.T) {
 	if f == nil || f.Status != bridge.StatusFailed || f.Error == nil || f.Error.Code != bridge.CodeTimeout || f.Reason != "run timeout" {
 		t.Errorf("final = %+v, want failed by the run timeout", f)
 	}
+}
+
+// failingStore refuses writes while fail is set, as a full disk would.
+type failingStore struct {
+	*sqlite.Store
+	fail atomic.Bool
+}
+
+func (f *failingStore) CreateRun(ctx context.Context, r *bridge.Run, in []bridge.Message) error {
+	if f.fail.Load() {
+		return errors.New("database or disk is full")
+	}
+	return f.Store.CreateRun(ctx, r, in)
+}
+
+func (f *failingStore) Commit(ctx context.Context, b *bridge.Batch) error {
+	if f.fail.Load() {
+		return errors.New("database or disk is full")
+	}
+	return f.Store.Commit(ctx, b)
+}
+
+func TestStoreFailure(t *testing.T) {
+	inner, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "b.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	store := &failingStore{Store: inner}
+	gate := make(chan struct{})
+	up := &bridgetest.Upstream{Events: bridgetest.TextEvents("a", "b", "c"), Gate: gate}
+	e, _ := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
+	defer e.Close(t.Context())
+
+	store.fail.Store(true)
+	_, err = e.Start(t.Context(), userRequest("hi"))
+	var be *bridge.Error
+	if !errors.As(err, &be) || be.Code != bridge.CodeUnavailable || strings.Contains(be.Message, "disk") {
+		t.Fatalf("Start on a full disk: %v, want unavailable without internals", err)
+	}
+
+	// A failure mid-run: nothing uncommitted is ever shown.
+	store.fail.Store(false)
+	run, err := e.Start(t.Context(), userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate <- struct{}{} // message_started
+	_, events, _ := e.Subscribe(t.Context(), run.ID, 0)
+	next, stop := iter.Pull2(events)
+	defer stop()
+	for range 2 { // run_started, message_started
+		if _, err, ok := next(); !ok || err != nil {
+			t.Fatalf("committed events: %v %v", ok, err)
+		}
+	}
+	store.fail.Store(true)
+	gate <- struct{}{} // "a" cannot be committed
+	ev, err, ok := next()
+	if ok && err == nil {
+		t.Fatalf("an event that was not committed reached a subscriber: %+v", ev)
+	}
+	close(gate)
 }
