@@ -15,3 +15,18 @@ func PrincipalFromContext(ctx context.Context) string {
 	p, _ := ctx.Value(principalKey{}).(string)
 	return p
 }
+
+type runIDKey struct{}
+
+// withRunID returns a context naming the run an upstream call belongs to.
+func withRunID(ctx context.Context, run string) context.Context {
+	return context.WithValue(ctx, runIDKey{}, run)
+}
+
+// RunIDFromContext returns the id of the run whose upstream call ctx
+// belongs to (the engine sets it on the context an Upstream's Open gets),
+// "" outside one. Upstreams key their id maps by it.
+func RunIDFromContext(ctx context.Context) string {
+	r, _ := ctx.Value(runIDKey{}).(string)
+	return r
+}

@@ -39,6 +39,10 @@ type Call struct {
 	Events Stream
 	// Dropped lists what the outbound encoder could not express.
 	Dropped []string
+	// Cancel, when set, is the upstream's own cancel of this call (A2A
+	// tasks/cancel): Abort calls it before it cancels the call's context,
+	// so the upstream stops its work too, not only the connection.
+	Cancel func(ctx context.Context) error
 }
 
 // ToolCallMinter is implemented by upstreams that reject tool-call ids
@@ -233,6 +237,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		parent := cancel
 		cancel = func(err error) { parent(err); stop() }
 	}
+	runCtx = withRunID(runCtx, run.ID)
 	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes(runSpanAttributes(run)...),
 		trace.WithLinks(originLinks(ctx, run.TraceID)...))
 	if prev != nil {
@@ -469,6 +474,8 @@ func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 	)
 	call, err := up.Open(ctx, req)
 	if err == nil {
+		lr.setCall(call)
+		defer lr.setCall(nil)
 		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, call.Dropped...) })
 		for ev, serr := range call.Events {
 			if serr != nil {
@@ -780,6 +787,19 @@ func (e *Engine) Run(ctx context.Context, id string) (*Run, error) {
 	return r, nil
 }
 
+// upstreamCancelTimeout bounds the upstream's own cancel in Abort.
+const upstreamCancelTimeout = 5 * time.Second
+
+// RunMessages returns the transcript messages of a run committed so far,
+// oldest first: its input from the start, the assistant's messages and the
+// steers once the run has ended.
+func (e *Engine) RunMessages(ctx context.Context, runID string) ([]Message, error) {
+	if _, err := e.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	return e.store.RunMessages(ctx, runID)
+}
+
 // Abort cancels a running run; its final event says cancelled. It returns
 // once the final event is committed (or ctx is done). Aborting a run that
 // has ended is a no-op.
@@ -791,6 +811,13 @@ func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
 	lr := e.liveRun(runID)
 	if lr == nil {
 		return r, nil
+	}
+	if call := lr.currentCall(); call != nil && call.Cancel != nil {
+		cctx, cancel := context.WithTimeout(ctx, upstreamCancelTimeout)
+		if err := call.Cancel(cctx); err != nil {
+			e.log.Warn("upstream cancel", "run", runID, "err", err)
+		}
+		cancel()
 	}
 	lr.cancel(errAborted)
 	select {

@@ -30,6 +30,20 @@ type liveRun struct {
 
 	steers      []Message // user input queued for the next model call
 	steerClosed bool      // the run decided its outcome: no more steers
+
+	call *Call // the upstream call in progress, for Abort; guarded by mu
+}
+
+func (lr *liveRun) setCall(c *Call) {
+	lr.mu.Lock()
+	lr.call = c
+	lr.mu.Unlock()
+}
+
+func (lr *liveRun) currentCall() *Call {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.call
 }
 
 // addSteer queues a steer; false once the run takes no more. The caller

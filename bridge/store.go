@@ -115,6 +115,9 @@ type Store interface {
 	// and whether older ones exist. Each message's position is returned in
 	// its ID ("m<position>").
 	Messages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
+	// RunMessages returns the transcript messages of run, oldest first,
+	// with their IDs as Messages gives them (none for an unknown run).
+	RunMessages(ctx context.Context, run string) ([]Message, error)
 
 	// PutID records a mapping; an existing (kind, scope, local) is replaced.
 	PutID(ctx context.Context, m IDMapping) error

@@ -43,6 +43,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"CommitAtomic", testCommitAtomic},
 		{"Messages", testMessages},
 		{"MessagesPaging", testMessagesPaging},
+		{"RunMessages", testRunMessages},
 		{"IDMap", testIDMap},
 		{"InterruptRunning", testInterruptRunning},
 		{"DeleteEventsBefore", testDeleteEventsBefore},
@@ -640,6 +641,29 @@ func testMessages(t *testing.T, s bridge.Store) {
 	}
 	if got, more := mustMessages(t, s, "nope", 0, 10); len(got) != 0 || more {
 		t.Errorf("Messages(unknown session) = %v, %v; want none, false", got, more)
+	}
+}
+
+func testRunMessages(t *testing.T, s bridge.Store) {
+	mustSession(t, s, "sess_1", "alice")
+	in1 := bridge.Message{RunID: "run_1", Created: T0, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("one")}}
+	in2 := bridge.Message{RunID: "run_2", Created: at(time.Second), Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("two")}}
+	mustRun(t, s, newRun("run_1", "sess_1", "alice", T0), in1)
+	mustRun(t, s, newRun("run_2", "sess_1", "alice", at(time.Second)), in2)
+	out1 := bridge.Message{RunID: "run_1", Created: at(time.Minute), Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("ONE")}}
+	mustCommit(t, s, &bridge.Batch{Messages: []bridge.Message{out1}})
+
+	got, err := s.RunMessages(t.Context(), "run_1")
+	if err != nil {
+		t.Fatalf("RunMessages: %v", err)
+	}
+	diff(t, "RunMessages(run_1)", []bridge.Message{in1, out1}, got, ignoreMessageID)
+	all, _ := mustMessages(t, s, "sess_1", 0, 0)
+	if len(got) == 2 && len(all) == 3 && (got[0].ID != all[0].ID || got[1].ID != all[2].ID) {
+		t.Errorf("RunMessages ids %s %s, Messages gives %s %s", got[0].ID, got[1].ID, all[0].ID, all[2].ID)
+	}
+	if got, err := s.RunMessages(t.Context(), "nope"); err != nil || len(got) != 0 {
+		t.Errorf("RunMessages(unknown run) = %v, %v; want none", got, err)
 	}
 }
 

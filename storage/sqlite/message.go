@@ -37,6 +37,50 @@ func insertMessage(ctx context.Context, st *sql.Stmt, run string, m *bridge.Mess
 	return nil
 }
 
+// RunMessages returns the transcript messages of run, oldest first. Each
+// message's ID is "m<position>".
+func (s *Store) RunMessages(ctx context.Context, run string) ([]bridge.Message, error) {
+	var msgs []bridge.Message
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT position, run_id, created, payload FROM messages
+			WHERE run_id = ? ORDER BY position`, run)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		msgs, err = scanMessages(rows, msgs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("messages run=%s: %w", run, err)
+	}
+	return msgs, nil
+}
+
+// scanMessages appends the messages of rows (position, run_id, created,
+// payload) to msgs.
+func scanMessages(rows *sql.Rows, msgs []bridge.Message) ([]bridge.Message, error) {
+	for rows.Next() {
+		var (
+			pos, created int64
+			run          sql.NullString
+			payload      sql.RawBytes
+		)
+		if err := rows.Scan(&pos, &run, &created, &payload); err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, bridge.Message{})
+		m := &msgs[len(msgs)-1]
+		if err := json.Unmarshal(payload, m); err != nil {
+			return msgs, fmt.Errorf("decode position=%d: %w", pos, err)
+		}
+		m.ID = "m" + strconv.FormatInt(pos, 10)
+		m.RunID = run.String
+		m.Created = fromUnixNano(created)
+	}
+	return msgs, rows.Err()
+}
+
 // Messages returns the newest limit messages of session whose position is
 // below before (before <= 0: no bound), oldest first, and whether older
 // ones exist. limit <= 0 means all. Each message's ID is "m<position>".
@@ -56,25 +100,8 @@ func (s *Store) Messages(ctx context.Context, session string, before int64, limi
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var (
-				pos, created int64
-				run          sql.NullString
-				payload      sql.RawBytes
-			)
-			if err := rows.Scan(&pos, &run, &created, &payload); err != nil {
-				return err
-			}
-			msgs = append(msgs, bridge.Message{})
-			m := &msgs[len(msgs)-1]
-			if err := json.Unmarshal(payload, m); err != nil {
-				return fmt.Errorf("decode position=%d: %w", pos, err)
-			}
-			m.ID = "m" + strconv.FormatInt(pos, 10)
-			m.RunID = run.String
-			m.Created = fromUnixNano(created)
-		}
-		return rows.Err()
+		msgs, err = scanMessages(rows, msgs)
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("messages session=%s before=%d: %w", session, before, err)
