@@ -101,7 +101,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0)
+	// A request that continues a run (the client's tool results) is
+	// answered with the new model call only, not the run's earlier steps.
+	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -109,6 +111,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderRunID, run.ID)
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
+	// This request's own stream_options rule its response; a continued run
+	// keeps the rendering its first request stored.
+	opt.IncludeUsage = req.Stream && req.IncludeUsage
 	if req.Stream {
 		h.stream(w, r, run, events, opt)
 		return
