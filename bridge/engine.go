@@ -724,10 +724,6 @@ func (e *Engine) recordToolCallID(ctx context.Context, up Upstream, id string) {
 // follows the live ones until the run ends: no gap, no duplicate at the
 // seam. The stream ends after the final event, or with ctx's error.
 func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
-	if sp := trace.SpanFromContext(ctx); after > 0 && sp.IsRecording() {
-		sp.AddEvent(eventResume, trace.WithAttributes(attrRunID.String(runID),
-			attrResumeReason.String("cursor"), attrAfterSeq.Int64(after)))
-	}
 	principal := PrincipalFromContext(ctx)
 	if lr := e.liveRun(runID); lr != nil {
 		if lr.run.Principal != principal {

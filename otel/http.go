@@ -21,7 +21,8 @@ const HeaderRunID = "X-Run-Id"
 // every request gets a server span, child of the request's traceparent when
 // it has one. The span is named "METHOD ROUTE" after the route pattern the
 // mux matched (r.Pattern, read once next returns), never the raw path;
-// requests no pattern matched keep the bare method. Requests for the paths
+// requests no pattern matched keep the bare method. A request that resumes
+// a stream from a cursor gets a resume event. Requests for the paths
 // in skip (such as /healthz and /metrics) get no span.
 //
 // The remote parent is put in the request's context even when the tracer
@@ -42,6 +43,9 @@ func (t *Telemetry) Handler(next http.Handler, skip ...string) http.Handler {
 		}
 		defer span.End()
 		span.SetAttributes(serverAttributes(r)...)
+		if c := resumeCursor(r); c != "" {
+			span.AddEvent(EventResume, trace.WithAttributes(attrResumeCursor.String(c)))
+		}
 		rw := &responseWriter{ResponseWriter: w}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r) // the mux sets r.Pattern on this very request
@@ -62,6 +66,25 @@ func (t *Telemetry) Handler(next http.Handler, skip ...string) http.Handler {
 			span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		}
 	})
+}
+
+// EventResume is the span event of a request that resumes a stream from
+// a cursor (Last-Event-ID, or the run API's ?after=); the engine adds one
+// of the same name to the run span of a run continued by its client's tool
+// results.
+const EventResume = "resume"
+
+var attrResumeCursor = attribute.Key("bridge.resume.cursor")
+
+// resumeCursor is the cursor a request resumes from, "" for none.
+func resumeCursor(r *http.Request) string {
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		return v
+	}
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get("after")
 }
 
 // routeOf returns the path template of a ServeMux pattern
