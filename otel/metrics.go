@@ -16,6 +16,8 @@ const (
 	MetricRunDuration   = "bridge.run.duration"
 	MetricActiveStreams = "bridge.streams.active"
 	MetricUpstreamErrs  = "bridge.upstream.errors"
+	MetricBreakerChange = "bridge.breaker.state_changes"
+	MetricBreakerState  = "bridge.breaker.state"
 )
 
 // Metric attribute keys.
@@ -40,6 +42,8 @@ type instruments struct {
 	duration metric.Float64Histogram
 	active   metric.Int64UpDownCounter
 	upErrs   metric.Int64Counter
+	brChange metric.Int64Counter
+	brState  metric.Int64Gauge
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
@@ -70,6 +74,12 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	in.upErrs, err = m.Int64Counter(MetricUpstreamErrs, metric.WithUnit("{error}"),
 		metric.WithDescription("Upstream calls that failed to open or whose stream failed, by upstream and error code."))
+	add(err)
+	in.brChange, err = m.Int64Counter(MetricBreakerChange, metric.WithUnit("{change}"),
+		metric.WithDescription("Circuit breaker state changes, by upstream and the states left and entered."))
+	add(err)
+	in.brState, err = m.Int64Gauge(MetricBreakerState, metric.WithUnit("{state}"),
+		metric.WithDescription("Circuit breaker state by upstream: 0 closed, 1 half-open, 2 open."))
 	add(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("otel: metric instruments: %v", errs)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sony/gobreaker"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -477,6 +478,8 @@ func TestMetrics(t *testing.T) {
 	}
 	resp.Body.Close()
 
+	tel.OnBreakerChange("up", gobreaker.StateClosed, gobreaker.StateOpen)
+
 	var rm metricdata.ResourceMetrics
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -501,6 +504,8 @@ func TestMetrics(t *testing.T) {
 		{otel.MetricActiveStreams, nil, 0},
 		{otel.MetricTTFT, pair, 1},
 		{otel.MetricRunDuration, pair, 2},
+		{otel.MetricBreakerChange, map[string]string{"bridge.upstream.name": "up", "bridge.breaker.from": "closed", "bridge.breaker.to": "open"}, 1},
+		{otel.MetricBreakerState, map[string]string{"bridge.upstream.name": "up"}, 2},
 	}
 	for _, c := range checks {
 		if got := sum(rm, c.metric, c.attrs); got != c.want {
@@ -528,6 +533,12 @@ func sum(rm metricdata.ResourceMetrics, name string, want map[string]string) int
 			}
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					if match(p.Attributes) {
+						n += p.Value
+					}
+				}
+			case metricdata.Gauge[int64]:
 				for _, p := range d.DataPoints {
 					if match(p.Attributes) {
 						n += p.Value
