@@ -31,6 +31,7 @@ const usageText = `usage: bridge <command> [flags]
 commands:
   serve      serve every dialect on one listener (bridge serve -h for flags)
   hash-key   read an API key on stdin, print the sha256 the config's keys take
+  runs       list runs, or show one run's timeline, from the SQLite file (bridge runs -h)
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "runs":
+		return runsCmd(args[1:], stdout, stderr)
 	case "hash-key":
 		key, err := io.ReadAll(io.LimitReader(os.Stdin, 4096))
 		if err != nil {

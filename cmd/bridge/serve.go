@@ -14,8 +14,10 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
+	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
+	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/echo"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
@@ -29,6 +31,7 @@ type Main struct {
 	log    *slog.Logger
 	store  *sqlite.Store
 	engine *bridge.Engine
+	tel    *otel.Telemetry
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
@@ -39,13 +42,26 @@ type Main struct {
 	closeErr    error
 }
 
-// NewMain opens the store, closes runs a crash left running, and listens.
-func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
+// NewMain sets up tracing and metrics from the OTEL_* environment (see
+// otel.FromEnv), opens the store, closes runs a crash left running, and
+// listens.
+func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err error) {
+	tel, err := otel.FromEnv(ctx, otel.EnvConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("opentelemetry: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = tel.Shutdown(sctx)
+		}
+	}()
 	store, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
 	}
-	m := &Main{cfg: cfg, log: log, store: store, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
+	m := &Main{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
 	ids, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC())
 	if err != nil {
 		store.Close()
@@ -57,18 +73,18 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 
 	rt := &routes{model: cfg.Model}
 	for _, u := range cfg.Upstreams {
-		up, err := newUpstream(u, cfg)
+		up, err := newUpstream(u, cfg, tel)
 		if err != nil {
 			store.Close()
 			return nil, err
 		}
-		// Outermost first: retries go around the breaker, so an open
-		// breaker stops them at once.
-		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, nil)
-		wrapped := outbound.Wrap(up, outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
+		// Outermost first: one client span around the retries; retries go
+		// around the breaker, so an open breaker stops them at once.
+		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
+		wrapped := outbound.Wrap(up, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 	}
-	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, RunTimeout: cfg.RunTimeout,
+	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
 		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal})
 	if err != nil {
 		store.Close()
@@ -85,7 +101,8 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 	// The inbound dialects: each serves its routes, renders its runs for the
 	// run API, and answers auth failures in its own error shape.
 	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
-	served := []servedDialect{oa}
+	aa := ina2a.New(ina2a.Config{Engine: engine, Model: cfg.Model, Card: cfg.A2A.card(), Logger: log})
+	served := []servedDialect{oa, aa}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}
@@ -95,6 +112,12 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 			mux.Handle(p, keys.Authenticate(d.Name(), d.WriteError, d))
 		}
 		m.routes = append(m.routes, d.Routes()...)
+		if pd, ok := d.(interface{ PublicRoutes() []string }); ok { // an A2A agent card needs no key
+			for _, p := range pd.PublicRoutes() {
+				mux.Handle(p, d)
+			}
+			m.routes = append(m.routes, pd.PublicRoutes()...)
+		}
 	}
 	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: byName})
 	for _, p := range ra.Routes() {
@@ -106,6 +129,10 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	m.routes = append(m.routes, "GET /healthz")
+	if h := tel.MetricsHandler(); h != nil { // OTEL_METRICS_EXPORTER=prometheus
+		mux.Handle("GET /metrics", h)
+		m.routes = append(m.routes, "GET /metrics")
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -115,7 +142,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (*Main, error) {
 	}
 	m.ln = ln
 	m.srv = &http.Server{
-		Handler:           mux,
+		Handler:           tel.Handler(mux, "/healthz", "/metrics"),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -154,7 +181,7 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 	return keys, nil
 }
 
-func newUpstream(u Upstream, cfg Config) (bridge.Upstream, error) {
+func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry) (bridge.Upstream, error) {
 	key := os.Getenv("BRIDGE_UPSTREAM_API_KEY")
 	if u.APIKeyEnv != "" {
 		key = os.Getenv(u.APIKeyEnv)
@@ -163,7 +190,8 @@ func newUpstream(u Upstream, cfg Config) (bridge.Upstream, error) {
 	case "echo":
 		return &echo.Upstream{Delay: cfg.EchoDelay}, nil
 	case "openai":
-		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts}), nil
+		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
+			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	}
 	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
 }
@@ -195,7 +223,8 @@ func (m *Main) Run() error {
 }
 
 // Close stops accepting, lets streams end until ctx is done, interrupts the
-// runs still going, and closes the store.
+// runs still going, closes the store, and flushes the spans and metrics
+// still buffered.
 func (m *Main) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		err := m.srv.Shutdown(ctx)
@@ -211,6 +240,11 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		_ = m.engine.Close(ectx)
 		m.closeErr = m.store.Close()
+		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer tcancel()
+		if err := m.tel.Shutdown(tctx); err != nil {
+			m.log.Warn("flush telemetry", "err", err)
+		}
 	})
 	return m.closeErr
 }
