@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"go.yaml.in/yaml/v3"
 
+	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
 	"github.com/bridge-dev/bridge/outbound"
 )
 
@@ -30,6 +32,36 @@ type Config struct {
 	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`
 	// Keys are inbound API keys, held as hashes (bridge hash-key prints one).
 	Keys []KeyConfig `yaml:"keys"`
+	// A2A describes the agent the A2A endpoint presents in its card.
+	A2A A2AConfig `yaml:"a2a"`
+}
+
+// A2AConfig is the agent card of the A2A endpoint (POST /a2a).
+type A2AConfig struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Version     string `yaml:"version"`
+	// URL is the endpoint's public URL, for a bridge behind a proxy; by
+	// default the card names the host it was fetched from, then /a2a.
+	URL    string     `yaml:"url"`
+	Skills []A2ASkill `yaml:"skills"`
+}
+
+// A2ASkill is one skill the card lists.
+type A2ASkill struct {
+	ID          string   `yaml:"id"`
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Tags        []string `yaml:"tags"`
+	Examples    []string `yaml:"examples"`
+}
+
+func (c A2AConfig) card() a2awire.CardConfig {
+	cc := a2awire.CardConfig{Name: c.Name, Description: c.Description, Version: c.Version, URL: c.URL}
+	for _, s := range c.Skills {
+		cc.Skills = append(cc.Skills, a2asdk.AgentSkill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
+	}
+	return cc
 }
 
 // KeyConfig is one inbound key of the config file.

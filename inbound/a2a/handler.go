@@ -1,0 +1,713 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
+	wire "github.com/bridge-dev/bridge/mapping/a2a"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Engine *bridge.Engine
+	// Card describes the agent; an empty Card.URL is derived from each
+	// card request (scheme and host, then /a2a).
+	Card wire.CardConfig
+	// Model is the model name runs ask the router for (A2A names none).
+	Model string
+	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
+	MaxBody int64
+	Logger  *slog.Logger
+}
+
+// Handler serves the dialect.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// Path is the JSON-RPC endpoint.
+const Path = "/a2a"
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST "+Path, h.rpc)
+	for _, p := range h.PublicRoutes() {
+		h.mux.HandleFunc(p, h.card)
+	}
+	return h
+}
+
+// Routes lists the patterns that need the caller's credentials.
+func (h *Handler) Routes() []string { return []string{"POST " + Path} }
+
+// PublicRoutes lists the agent card routes, which anyone may read (a card
+// says how to authenticate).
+func (h *Handler) PublicRoutes() []string {
+	return []string{"GET " + wire.CardPath, "GET " + wire.OldCardPath, "OPTIONS " + wire.CardPath, "OPTIONS " + wire.OldCardPath}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Name implements inbound.Dialect.
+func (h *Handler) Name() string { return wire.Dialect }
+
+// WriteError implements inbound.Dialect: a JSON-RPC error response (id
+// null) with an HTTP status for the error's code, for errors raised before
+// a JSON-RPC request was read (authentication, the run API).
+func (h *Handler) WriteError(w http.ResponseWriter, err error) {
+	be := bridge.AsError(err)
+	w.Header().Set("Content-Type", "application/json")
+	if be.RetryAfter > 0 {
+		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
+	}
+	w.WriteHeader(httpStatus(be.Code))
+	_, _ = w.Write(wire.AppendError(nil, nil, wire.EncodeError(err), wire.V03))
+}
+
+func httpStatus(c bridge.Code) int {
+	switch c {
+	case bridge.CodeInvalid:
+		return http.StatusBadRequest
+	case bridge.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case bridge.CodePermissionDenied:
+		return http.StatusForbidden
+	case bridge.CodeNotFound:
+		return http.StatusNotFound
+	case bridge.CodeConflict:
+		return http.StatusConflict
+	case bridge.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case bridge.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case bridge.CodeUnsupported:
+		return http.StatusNotImplemented
+	case bridge.CodeUpstream:
+		return http.StatusBadGateway
+	case bridge.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case bridge.CodeTimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// History implements inbound.Dialect: {tasks, nextPageToken}.
+func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return wire.EncodeHistory(p) }
+
+// card serves the agent card.
+func (h *Handler) card(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+		w.Header().Set("Access-Control-Allow-Headers", "*")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	c := h.cfg.Card
+	if c.URL == "" {
+		c.URL = baseURL(r) + Path
+	}
+	body, err := wire.EncodeCard(c)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// baseURL is the scheme and host the request came to.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	host := r.Host
+	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,") {
+		host = fh
+	}
+	return scheme + "://" + host
+}
+
+// call is one JSON-RPC request being served.
+type call struct {
+	req *wire.Request
+	v   wire.Version
+	r   *http.Request
+}
+
+// rpc serves POST /a2a: one request, a batch, or a notification. Every
+// error is a JSON-RPC error object with HTTP 200 (a2a-go's clients take
+// no other status); a streaming method's error comes as one SSE frame.
+func (h *Handler) rpc(w http.ResponseWriter, r *http.Request) {
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		h.writeJSON(w, wire.AppendError(nil, nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: bridge.AsError(err).Message}, wire.V03))
+		return
+	}
+	v, verr := wire.ParseVersion(r.Header.Get(wire.VersionHeader))
+	if ct := r.Header.Get("Content-Type"); ct != "" && !jsonContentType(ct) {
+		h.writeJSON(w, wire.AppendError(nil, nil, wire.ErrContentType("Content-Type "+strconv.Quote(ct)+" is not supported: send application/json"), v))
+		return
+	}
+	reqs, batch, derr := wire.DecodeBody(body)
+	if derr != nil {
+		h.writeJSON(w, wire.AppendError(nil, nil, derr, v))
+		return
+	}
+	if verr != nil {
+		out := make([][]byte, 0, len(reqs))
+		for i := range reqs {
+			if !reqs[i].Notification() {
+				out = append(out, wire.AppendError(nil, reqs[i].ID, verr, wire.V03))
+			}
+		}
+		h.writeResponses(w, out, batch)
+		return
+	}
+	if !batch && reqs[0].Err == nil && reqs[0].Op.Streaming() && !reqs[0].Notification() {
+		h.stream(w, &call{req: &reqs[0], v: v, r: r})
+		return
+	}
+	out := make([][]byte, 0, len(reqs))
+	for i := range reqs {
+		c := &call{req: &reqs[i], v: v, r: r}
+		res := h.unary(r.Context(), c, batch)
+		if !reqs[i].Notification() {
+			out = append(out, res)
+		}
+	}
+	h.writeResponses(w, out, batch)
+}
+
+func jsonContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+func (h *Handler) writeJSON(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// writeResponses writes one response, a batch's array, or nothing (204)
+// when only notifications came.
+func (h *Handler) writeResponses(w http.ResponseWriter, out [][]byte, batch bool) {
+	switch {
+	case len(out) == 0:
+		w.WriteHeader(http.StatusNoContent)
+	case !batch:
+		h.writeJSON(w, out[0])
+	default:
+		b := []byte{'['}
+		for i, o := range out {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, o...)
+		}
+		h.writeJSON(w, append(b, ']'))
+	}
+}
+
+// unary answers a request that is not streamed (or is in a batch, or is a
+// notification) with one JSON-RPC response.
+func (h *Handler) unary(ctx context.Context, c *call, batch bool) []byte {
+	req := c.req
+	if req.Err != nil {
+		return wire.AppendError(nil, req.ID, req.Err, c.v)
+	}
+	result, err := h.method(ctx, c, batch)
+	if err != nil {
+		return wire.AppendError(nil, req.ID, h.rpcError(err), c.v)
+	}
+	return wire.AppendResult(nil, req.ID, result)
+}
+
+// rpcError turns any error into a JSON-RPC error; unexpected ones are
+// logged and become -32603 without their text.
+func (h *Handler) rpcError(err error) *wire.Error {
+	var re *wire.Error
+	if errors.As(err, &re) {
+		return re
+	}
+	var be *bridge.Error
+	if !errors.As(err, &be) {
+		h.cfg.Logger.Error("a2a request failed", "err", err)
+	}
+	return wire.EncodeError(err)
+}
+
+func (h *Handler) method(ctx context.Context, c *call, batch bool) ([]byte, error) {
+	switch c.req.Op {
+	case wire.OpSend:
+		return h.send(ctx, c)
+	case wire.OpGet:
+		return h.get(ctx, c)
+	case wire.OpCancel:
+		return h.cancel(ctx, c)
+	case wire.OpList:
+		return h.list(ctx, c)
+	case wire.OpStream, wire.OpSubscribe:
+		if batch {
+			return nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: "Invalid JSON-RPC Request: " + c.req.Method + " streams, and cannot be batched."}
+		}
+		// A notification: start the run and stream nothing.
+		if c.req.Op == wire.OpStream {
+			_, err := h.send(ctx, c)
+			return nil, err
+		}
+		return nil, nil
+	case wire.OpPushSet, wire.OpPushGet, wire.OpPushList, wire.OpPushDelete:
+		return nil, wire.ErrPushNotSupported()
+	case wire.OpExtendedCard:
+		return nil, wire.ErrExtendedCard()
+	}
+	return nil, wire.ErrMethodNotFound(c.req.Method)
+}
+
+// start starts a run for a send's message, or steers the running task the
+// message names. A message naming a finished task starts a new run in that
+// task's context.
+func (h *Handler) start(ctx context.Context, p *wire.SendParams) (run *bridge.Run, steered bool, err error) {
+	if p.Push {
+		return nil, false, wire.ErrPushNotSupported()
+	}
+	if len(p.AcceptedOutputModes) > 0 && !acceptsOurOutput(p.AcceptedOutputModes) {
+		return nil, false, wire.ErrContentType("none of acceptedOutputModes " + strings.Join(p.AcceptedOutputModes, ", ") +
+			" is an output mode of this agent (text/plain, application/json)")
+	}
+	m := p.Message
+	if m.Role != a2asdk.MessageRoleUser {
+		return nil, false, wire.ErrInvalidParams("params.message.role: a client's message has role user")
+	}
+	msg, dropped := wire.HubMessage(m)
+	session := m.ContextID
+	if m.TaskID != "" {
+		prev, err := h.cfg.Engine.Run(ctx, string(m.TaskID))
+		if err != nil {
+			if bridge.ErrorCode(err) == bridge.CodeNotFound {
+				return nil, false, wire.ErrTaskNotFound(string(m.TaskID))
+			}
+			return nil, false, err
+		}
+		if session != "" && session != prev.SessionID {
+			return nil, false, wire.ErrInvalidParams("params.message.contextId " + strconv.Quote(session) +
+				" is not the context of task " + prev.ID)
+		}
+		session = prev.SessionID
+		if prev.Status == bridge.StatusRunning {
+			err := h.cfg.Engine.Steer(ctx, prev.ID, msg)
+			if err == nil {
+				run, err := h.cfg.Engine.Run(ctx, prev.ID)
+				return run, true, err
+			}
+			if bridge.ErrorCode(err) != bridge.CodeConflict {
+				return nil, false, err
+			}
+			// The run decided its outcome meanwhile: a new run takes it.
+		}
+	}
+	req := &bridge.Request{
+		Inbound: wire.Dialect, Model: h.cfg.Model, SessionID: session, ClientRunID: m.ID,
+		Detached: true, Stream: true, Messages: []bridge.Message{msg}, Dropped: dropped,
+	}
+	run, err = h.cfg.Engine.Start(ctx, req)
+	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && session != "" {
+		return nil, false, wire.ErrInvalidParams("params.message.contextId: context " + strconv.Quote(session) + " not found")
+	}
+	return run, false, err
+}
+
+// acceptsOurOutput reports whether a client's accepted output modes
+// include text or JSON.
+func acceptsOurOutput(modes []string) bool {
+	for _, m := range modes {
+		switch strings.ToLower(strings.TrimSpace(m)) {
+		case "text", "text/plain", "text/*", "*/*", "*", "application/json", "json", "application/*", "text/markdown":
+			return true
+		}
+	}
+	return false
+}
+
+// send serves message/send: the final task when blocking (the default),
+// else the task as it stands; a steer answers at once with the task.
+func (h *Handler) send(ctx context.Context, c *call) ([]byte, error) {
+	p, err := wire.DecodeSendParams(c.req.Params)
+	if err != nil {
+		return nil, err
+	}
+	run, steered, err := h.start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := h.fold(ctx, run.ID, !steered && p.Blocking)
+	if err != nil {
+		return nil, err
+	}
+	t := tb.Task()
+	if steered {
+		if t.Metadata == nil {
+			t.Metadata = map[string]any{}
+		}
+		t.Metadata["steer"] = "accepted"
+	}
+	return wire.AppendSendResult(nil, t, c.v, p.HistoryLength), nil
+}
+
+// fold builds a run's task from its committed events: to the run's end
+// when wait, else as far as they go now. A client that leaves while
+// waiting gets the task as it stood.
+func (h *Handler) fold(ctx context.Context, runID string, wait bool) (*wire.TaskBuilder, error) {
+	run, events, err := h.cfg.Engine.Subscribe(ctx, runID, 0)
+	if err != nil {
+		return nil, taskErr(runID, err)
+	}
+	msgs, err := h.cfg.Engine.RunMessages(ctx, runID)
+	if err != nil {
+		return nil, taskErr(runID, err)
+	}
+	tb := wire.NewTaskBuilder(run, msgs)
+	if !wait && run.LastSeq == 0 {
+		return tb, nil
+	}
+	for ev, err := range events {
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
+		}
+		tb.Add(&ev)
+		if !wait && ev.Seq >= run.LastSeq {
+			break
+		}
+	}
+	return tb, nil
+}
+
+func taskErr(id string, err error) error {
+	if bridge.ErrorCode(err) == bridge.CodeNotFound {
+		return wire.ErrTaskNotFound(id)
+	}
+	return err
+}
+
+// get serves tasks/get.
+func (h *Handler) get(ctx context.Context, c *call) ([]byte, error) {
+	p, err := wire.DecodeTaskParams(c.req.Params)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := h.fold(ctx, p.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendTask(nil, tb.Task(), c.v, p.HistoryLength), nil
+}
+
+// cancel serves tasks/cancel: a running task is aborted (the upstream
+// call closed, and the upstream's own cancel called where it has one); a
+// task that has ended cannot be canceled.
+func (h *Handler) cancel(ctx context.Context, c *call) ([]byte, error) {
+	p, err := wire.DecodeTaskParams(c.req.Params)
+	if err != nil {
+		return nil, err
+	}
+	run, err := h.cfg.Engine.Run(ctx, p.ID)
+	if err != nil {
+		return nil, taskErr(p.ID, err)
+	}
+	if run.Status != bridge.StatusRunning {
+		return nil, wire.ErrTaskNotCancelable(p.ID, stateOf(run.Status))
+	}
+	if _, err := h.cfg.Engine.Abort(ctx, p.ID); err != nil {
+		return nil, taskErr(p.ID, err)
+	}
+	tb, err := h.fold(ctx, p.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendTask(nil, tb.Task(), c.v, p.HistoryLength), nil
+}
+
+func stateOf(s bridge.Status) string {
+	tb := wire.NewTaskBuilder(&bridge.Run{Status: s}, nil)
+	return string(tb.State())
+}
+
+// list serves ListTasks: the tasks of one context, oldest first, a page
+// of the session's history at a time.
+func (h *Handler) list(ctx context.Context, c *call) ([]byte, error) {
+	p, err := wire.DecodeListParams(c.req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if p.ContextID == "" {
+		return nil, wire.ErrInvalidParams("params.contextId is required: this agent lists the tasks of one context")
+	}
+	size := p.PageSize
+	if size == 0 {
+		size = 50
+	}
+	page, err := h.cfg.Engine.History(ctx, p.ContextID, p.PageToken, 4*size)
+	var tasks []*a2asdk.Task
+	switch {
+	case bridge.ErrorCode(err) == bridge.CodeNotFound:
+		page = &bridge.HistoryPage{}
+	case err != nil:
+		return nil, err
+	}
+	for _, t := range wire.HistoryTasks(page) {
+		if p.State != "" && t.Status.State != p.State {
+			continue
+		}
+		if !p.After.IsZero() && (t.Status.Timestamp == nil || !t.Status.Timestamp.After(p.After)) {
+			continue
+		}
+		if !p.IncludeArtifacts && c.v == wire.V10 {
+			t.Artifacts = nil
+		}
+		tasks = append(tasks, t)
+	}
+	b := []byte(`{"tasks":[`)
+	for i, t := range tasks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendTask(b, t, c.v, p.HistoryLength)
+	}
+	b = append(b, `],"totalSize":`...)
+	b = strconv.AppendInt(b, int64(len(tasks)), 10)
+	b = append(b, `,"pageSize":`...)
+	b = strconv.AppendInt(b, int64(size), 10)
+	b = append(b, `,"nextPageToken":`...)
+	next := ""
+	if page.HasMore {
+		next = page.Cursor
+	}
+	b, _ = appendJSONString(b, next)
+	return append(b, '}'), nil
+}
+
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
+}
+
+// stream serves message/stream and tasks/resubscribe as SSE.
+func (h *Handler) stream(w http.ResponseWriter, c *call) {
+	ctx := c.r.Context()
+	enc := func(tb *wire.TaskBuilder) *wire.StreamEncoder {
+		return wire.NewStreamEncoder(inbound.NewSSEWriter(w), tb, wire.StreamOptions{Version: c.v, RequestID: c.req.ID})
+	}
+	fail := func(err error) {
+		sw := inbound.NewSSEWriter(w)
+		w.WriteHeader(http.StatusOK)
+		_, _ = sw.Write(append(append([]byte("data: "), wire.AppendError(nil, c.req.ID, h.rpcError(err), c.v)...), "\n\n"...))
+	}
+	var (
+		runID    string
+		after    int64
+		snapshot bool // start with the task as it stands (a stream joining mid-way)
+	)
+	switch c.req.Op {
+	case wire.OpStream:
+		p, err := wire.DecodeSendParams(c.req.Params)
+		if err != nil {
+			fail(err)
+			return
+		}
+		run, steered, err := h.start(ctx, p)
+		if err != nil {
+			fail(err)
+			return
+		}
+		runID = run.ID
+		if steered {
+			after, snapshot = run.LastSeq, true
+		}
+	case wire.OpSubscribe:
+		p, err := wire.DecodeTaskParams(c.req.Params)
+		if err != nil {
+			fail(err)
+			return
+		}
+		run, err := h.cfg.Engine.Run(ctx, p.ID)
+		if err != nil {
+			fail(taskErr(p.ID, err))
+			return
+		}
+		runID = run.ID
+		cur := inbound.LastEventID(c.r, "")
+		if after, err = cursor(run.ID, cur); err != nil {
+			fail(err)
+			return
+		}
+		if c.v == wire.V10 && cur == "" && run.Status != bridge.StatusRunning {
+			fail(wire.ErrUnsupportedOperation("Task " + run.ID + " is in a final state; SubscribeToTask needs a task that is still running"))
+			return
+		}
+	}
+	run, events, err := h.cfg.Engine.Subscribe(ctx, runID, 0)
+	if err != nil {
+		fail(taskErr(runID, err))
+		return
+	}
+	msgs, err := h.cfg.Engine.RunMessages(ctx, runID)
+	if err != nil {
+		fail(taskErr(runID, err))
+		return
+	}
+	inbound.SetDropped(w.Header(), run.Dropped)
+	w.Header().Set("X-Run-Id", run.ID)
+	w.Header().Set("X-Session-Id", run.SessionID)
+	e := enc(wire.NewTaskBuilder(run, msgs))
+	w.WriteHeader(http.StatusOK)
+	h.follow(ctx, e, run, events, after, snapshot)
+	h.recordDropped(ctx, run.ID, e.Dropped())
+}
+
+// follow writes the events after cursor after (folding the earlier ones),
+// from a task snapshot first when snapshot, until the final frame.
+func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge.Run, events bridge.Stream, after int64, snapshot bool) {
+	next, stop := iter.Pull2(events)
+	defer stop()
+	wrote := false
+	for !e.Done() {
+		if snapshot && after == 0 {
+			snapshot = false
+			if e.WriteTask("", nil) != nil {
+				return
+			}
+			wrote = true
+		}
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				h.cfg.Logger.Warn("a2a stream ended early", "run", run.ID, "err", err)
+			}
+			return
+		}
+		if ev.Seq <= after {
+			e.Skip(&ev)
+			if snapshot && ev.Seq == after {
+				snapshot = false
+				if e.WriteTask(ev.ID(), nil) != nil {
+					return
+				}
+				wrote = true
+			}
+			continue
+		}
+		if e.Encode(&ev) != nil {
+			return // the client went away; a detached run goes on
+		}
+		wrote = true
+	}
+	if !wrote && !e.Done() && run.Status != bridge.StatusRunning {
+		// Nothing after the cursor, and the run has ended (or its events
+		// are gone): the task as it stands ends the stream.
+		_ = e.WriteTask("", nil)
+	}
+}
+
+// cursor parses a resume cursor of run: "" is the start; an event id must
+// name this run; a bare number is a seq.
+func cursor(run, c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	if seq, err := strconv.ParseInt(c, 10, 64); err == nil && seq >= 0 {
+		return seq, nil
+	}
+	r, seq, ok := bridge.ParseEventID(c)
+	if !ok || r != run {
+		return 0, wire.ErrInvalidParams("Last-Event-ID " + strconv.Quote(c) + " is not an event id of task " + run)
+	}
+	return seq, nil
+}
+
+// ServeEvents implements inbound.Dialect: the run API's replay of an A2A
+// run, as the frames of a tasks/resubscribe (JSON-RPC id null).
+func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
+	ctx := r.Context()
+	msgs, err := h.cfg.Engine.RunMessages(ctx, run.ID)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	tb := wire.NewTaskBuilder(run, msgs)
+	next, stop := iter.Pull2(events)
+	defer stop()
+	first, ferr, ok := next()
+	if ok && ferr == nil && first.Seq > 1 {
+		// Fold what came before the cursor, for the artifact state.
+		_, prior, err := h.cfg.Engine.Subscribe(ctx, run.ID, 0)
+		if err == nil {
+			for ev, err := range prior {
+				if err != nil || ev.Seq >= first.Seq {
+					break
+				}
+				tb.Add(&ev)
+			}
+		}
+	}
+	inbound.SetDropped(w.Header(), run.Dropped)
+	e := wire.NewStreamEncoder(inbound.NewSSEWriter(w), tb, wire.StreamOptions{Version: wire.V03})
+	w.WriteHeader(http.StatusOK)
+	if !ok || ferr != nil {
+		if !ok && run.Status != bridge.StatusRunning {
+			_ = e.WriteTask("", nil)
+		}
+		return
+	}
+	if e.Encode(&first) != nil {
+		return
+	}
+	for !e.Done() {
+		ev, err, ok := next()
+		if !ok || err != nil || e.Encode(&ev) != nil {
+			return
+		}
+	}
+}
+
+// recordDropped records what the encoder dropped on the run.
+func (h *Handler) recordDropped(ctx context.Context, runID string, dropped []string) {
+	if len(dropped) == 0 {
+		return
+	}
+	if err := h.cfg.Engine.RecordDropped(context.WithoutCancel(ctx), runID, dropped); err != nil {
+		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
+	}
+}
+
+var _ inbound.Dialect = (*Handler)(nil)

@@ -1,0 +1,281 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// maxDepth is the deepest JSON nesting a decoder accepts.
+const maxDepth = 64
+
+// checkDepth rejects JSON nested deeper than max levels of objects and
+// arrays. It counts brackets outside strings only; validity is left to the
+// parser that runs after it.
+func checkDepth(b []byte, max int) bool {
+	depth := 0
+	inStr, esc := false, false
+	for _, c := range b {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return false
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return true
+}
+
+// jsonKind returns the first byte of a JSON value: '{', '[', '"', 't', 'f',
+// 'n' or a digit or minus for numbers; 0 for empty input.
+func jsonKind(raw []byte) byte {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
+
+func isNull(raw []byte) bool { return jsonKind(raw) == 'n' }
+
+func kindName(raw []byte) string {
+	switch jsonKind(raw) {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case 0:
+		return "nothing"
+	}
+	return "number"
+}
+
+// invalid is a params error naming the field: -32602 on the wire.
+func invalid(format string, args ...any) *bridge.Error {
+	return bridge.Errorf(bridge.CodeInvalid, format, args...)
+}
+
+func typeErr(path, want string, raw []byte) *bridge.Error {
+	return invalid("%s: expected %s, got %s", path, want, kindName(raw))
+}
+
+// object is a JSON object decoded one level deep. A map keeps decoding
+// independent of key order and case-sensitive.
+type object map[string]json.RawMessage
+
+func asObject(raw []byte, path string) (object, error) {
+	if jsonKind(raw) != '{' {
+		return nil, typeErr(path, "object", raw)
+	}
+	var o object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, typeErr(path, "object", raw)
+	}
+	if o == nil {
+		o = object{}
+	}
+	return o, nil
+}
+
+func asArray(raw []byte, path string) ([]json.RawMessage, error) {
+	if jsonKind(raw) != '[' {
+		return nil, typeErr(path, "array", raw)
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, typeErr(path, "array", raw)
+	}
+	return a, nil
+}
+
+func asString(raw []byte, path string) (string, error) {
+	if jsonKind(raw) != '"' {
+		return "", typeErr(path, "string", raw)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", typeErr(path, "string", raw)
+	}
+	return s, nil
+}
+
+func asBool(raw []byte, path string) (bool, error) {
+	if k := jsonKind(raw); k != 't' && k != 'f' {
+		return false, typeErr(path, "boolean", raw)
+	}
+	var v bool
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, typeErr(path, "boolean", raw)
+	}
+	return v, nil
+}
+
+func asInt(raw []byte, path string) (int, error) {
+	k := jsonKind(raw)
+	var v int64
+	if (k != '-' && (k < '0' || k > '9')) || json.Unmarshal(raw, &v) != nil || v > 1<<31 || v < -(1<<31) {
+		return 0, invalid("%s: expected integer, got %s", path, kindName(raw))
+	}
+	return int(v), nil
+}
+
+// asStrings reads an array of strings.
+func asStrings(raw []byte, path string) ([]string, error) {
+	a, err := asArray(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(a))
+	for i, r := range a {
+		s, err := asString(r, path+"["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// asMap decodes a JSON object into map[string]any, numbers kept exact.
+func asMap(raw []byte, path string) (map[string]any, error) {
+	if jsonKind(raw) != '{' {
+		return nil, typeErr(path, "object", raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, typeErr(path, "object", raw)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// optMap reads an optional metadata-like object: absent or null is nil.
+func optMap(o object, key, path string) (map[string]any, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	return asMap(raw, path+"."+key)
+}
+
+// optString reads an optional string member: absent or null is "".
+func optString(o object, key, path string) (string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	return asString(raw, path+"."+key)
+}
+
+// compact returns raw without insignificant space.
+func compact(raw []byte) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return slices.Clone(raw)
+	}
+	return b.Bytes()
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. It escapes like encoding/json
+// without HTML escaping: quotes, backslashes, control characters, U+2028
+// and U+2029; invalid UTF-8 becomes U+FFFD. A string never holds a raw
+// line end, so a frame's JSON stays on one data: line.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendJSON appends v marshalled by encoding/json (metadata and other
+// free-form values), or null when it cannot be.
+func appendJSON(b []byte, v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, out...)
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
