@@ -147,7 +147,7 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 	}
 	switch ev.Kind {
 	case bridge.KindRunStarted:
-		b.state, b.ts = a2asdk.TaskStateSubmitted, ev.Time
+		b.state, b.ts, b.status = a2asdk.TaskStateSubmitted, ev.Time, nil
 		return frame{kind: frameTask}
 	case bridge.KindMessageStarted:
 		b.thought = nil
