@@ -138,7 +138,9 @@ func (t *sseTap) reset() {
 type lastEventIDKey struct{}
 
 // resumeInterceptor sends the Last-Event-ID a call's context carries.
-type resumeInterceptor struct{ a2aclient.PassthroughInterceptor }
+type resumeInterceptor struct {
+	a2aclient.PassthroughInterceptor
+}
 
 func (resumeInterceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, error) {
 	if id, ok := ctx.Value(lastEventIDKey{}).(string); ok && id != "" {
