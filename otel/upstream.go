@@ -147,9 +147,9 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 				return resp, err
 			}
 			t.m.active.Add(ctx, 1, metric.WithAttributes(pair...))
-			s := &upstreamStream{t: t, ctx: ctx, span: span, start: start, pair: pair, errAttrs: errAttrs}
+			s := &upstreamStream{t: t, span: span, start: start, pair: pair, errAttrs: errAttrs}
 			wrapped := *call
-			wrapped.Events = s.wrap(call.Events)
+			wrapped.Events = s.wrap(ctx, call.Events)
 			return &wrapped, nil
 		}
 	}
@@ -242,7 +242,6 @@ func failSpan(span trace.Span, err error) {
 // metrics. Its methods run on the goroutine ranging over the stream.
 type upstreamStream struct {
 	t        *Telemetry
-	ctx      context.Context
 	span     trace.Span
 	start    time.Time
 	pair     []attribute.KeyValue
@@ -263,19 +262,20 @@ type toolSpan struct {
 	agent bool // the upstream runs the tool: the span ends at its result
 }
 
-// wrap returns events with the span's bookkeeping around them. The span
-// ends when the range ends, however it ends.
-func (s *upstreamStream) wrap(events bridge.Stream) bridge.Stream {
+// wrap returns events with the span's bookkeeping around them; ctx is the
+// call's (it holds the client span). The span ends when the range ends,
+// however it ends.
+func (s *upstreamStream) wrap(ctx context.Context, events bridge.Stream) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		stopped := false
-		defer func() { s.end(stopped) }()
+		defer func() { s.end(ctx, stopped) }()
 		for ev, err := range events {
 			if err != nil {
 				s.failed = err
 				yield(ev, err)
 				return
 			}
-			s.observe(&ev)
+			s.observe(ctx, &ev)
 			if !yield(ev, nil) {
 				stopped = true
 				return
@@ -285,14 +285,14 @@ func (s *upstreamStream) wrap(events bridge.Stream) bridge.Stream {
 }
 
 // observe records what one event tells the span.
-func (s *upstreamStream) observe(ev *bridge.Event) {
+func (s *upstreamStream) observe(ctx context.Context, ev *bridge.Event) {
 	rec := s.span.IsRecording()
 	switch ev.Kind {
 	case bridge.KindTextDelta, bridge.KindReasoningDelta, bridge.KindToolCallStarted:
 		if !s.first {
 			s.first = true
 			now := s.t.now()
-			s.t.m.ttft.Record(s.ctx, now.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
+			s.t.m.ttft.Record(ctx, now.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
 			if rec {
 				s.span.AddEvent(EventFirstToken, trace.WithTimestamp(now))
 			}
@@ -319,12 +319,12 @@ func (s *upstreamStream) observe(ev *bridge.Event) {
 		}
 	}
 	if rec {
-		s.observeTool(ev)
+		s.observeTool(ctx, ev)
 	}
 }
 
 // observeTool starts and ends the tool-call spans.
-func (s *upstreamStream) observeTool(ev *bridge.Event) {
+func (s *upstreamStream) observeTool(ctx context.Context, ev *bridge.Event) {
 	switch ev.Kind {
 	case bridge.KindToolCallStarted:
 		if ev.ToolCall == nil {
@@ -341,7 +341,7 @@ func (s *upstreamStream) observeTool(ev *bridge.Event) {
 		if ev.ToolCall.Name != "" {
 			name += " " + ev.ToolCall.Name
 		}
-		_, span := s.t.tracer.Start(s.ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		_, span := s.t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 			keyGenAIToolName.String(ev.ToolCall.Name), keyGenAIToolCallID.String(ev.ToolCall.ID),
 			keyGenAIToolType.String("function"), attrToolIndex.Int(ev.Index)))
 		s.tools[key] = &toolSpan{span: span, agent: ev.Source == bridge.SourceAgent}
@@ -400,22 +400,22 @@ func toolKey(id string, index int) string {
 
 // end closes the span and records the run metrics. stopped says the
 // consumer stopped ranging before the stream ended.
-func (s *upstreamStream) end(stopped bool) {
+func (s *upstreamStream) end(ctx context.Context, stopped bool) {
 	end := s.t.now()
 	outcome := "failed"
 	switch {
-	case s.failed != nil && s.ctx.Err() != nil:
+	case s.failed != nil && ctx.Err() != nil:
 		outcome = string(bridge.StatusCancelled)
 	case s.failed != nil:
-		s.t.m.upErrs.Add(s.ctx, 1, s.errAttrs(string(bridge.ErrorCode(s.failed))))
+		s.t.m.upErrs.Add(ctx, 1, s.errAttrs(string(bridge.ErrorCode(s.failed))))
 	case stopped:
 		outcome = "stopped"
 	case s.final != nil:
 		outcome = string(s.final.Status)
 	}
-	s.t.m.active.Add(s.ctx, -1, metric.WithAttributes(s.pair...))
-	s.t.m.ended.Add(s.ctx, 1, metric.WithAttributes(append(s.pair, attrOutcome.String(outcome))...))
-	s.t.m.duration.Record(s.ctx, end.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
+	s.t.m.active.Add(ctx, -1, metric.WithAttributes(s.pair...))
+	s.t.m.ended.Add(ctx, 1, metric.WithAttributes(append(s.pair, attrOutcome.String(outcome))...))
+	s.t.m.duration.Record(ctx, end.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
 	if !s.span.IsRecording() {
 		s.span.End()
 		return
