@@ -1,0 +1,746 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// DefaultMaxTokens is the max_tokens EncodeRequest sends when neither the
+// request nor EncodeOptions set one: the API requires the field.
+const DefaultMaxTokens = 4096
+
+// EncodeOptions configure EncodeRequest.
+type EncodeOptions struct {
+	// MaxTokens is sent when the request has no token limit (0:
+	// DefaultMaxTokens).
+	MaxTokens int64
+}
+
+// reservedFields are written by EncodeRequest itself; an Extra entry of the
+// same name never overrides them.
+var reservedFields = map[string]bool{
+	"model": true, "messages": true, "system": true, "max_tokens": true,
+	"tools": true, "tool_choice": true, "stop_sequences": true,
+	"temperature": true, "top_p": true, "top_k": true, "metadata": true,
+	"stream": true,
+}
+
+// countFields are the Extra fields a count_tokens body may carry.
+var countFields = map[string]bool{
+	"thinking": true, "cache_control": true, "output_config": true,
+	"speed": true, "mcp_servers": true, "context_management": true,
+}
+
+// thinkingBudgets maps a reasoning effort to a thinking budget.
+var thinkingBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000}
+
+// EncodeRequest renders req as a Messages request body for an upstream
+// (hub -> wire). It always asks for a stream (stream: true): the bridge
+// streams every upstream call. The second result lists what could not be
+// carried.
+//
+// System and developer messages are lifted into the top-level system (a
+// string when the request had one string system prompt). Tool messages
+// become tool_result blocks of a user message; consecutive ones share one
+// user message, and user content that follows them joins it after the
+// tool_result blocks (the API wants them first). An assistant's reasoning
+// parts go back as thinking blocks when they carry a Signature and as
+// redacted_thinking when they carry Encrypted; reasoning from other
+// providers (no signature) cannot be sent and is listed as dropped. Tool
+// calls become tool_use blocks after the assistant's other blocks, their
+// arguments parsed into the input object. Images and documents go as
+// base64 sources (a data: URL is split into media type and data) or URL
+// sources; the bridge never fetches a URL.
+//
+// max_tokens is the request's limit, else opt.MaxTokens. A reasoning effort
+// from another dialect becomes thinking {type: enabled, budget_tokens}
+// (low 2048, medium 8192, high 16384, xhigh 32000), with max_tokens raised
+// to hold the budget when the request set no limit; with thinking on,
+// temperature, top_k and a top_p under 0.95 are not sent (the API refuses
+// them); a tool_choice that forces a tool turns thinking off (the API takes
+// it only with auto or none). temperature is clamped to Anthropic's range
+// [0, 1].
+//
+// Opaque data and Extra are merged back only when their dialect is
+// "anthropic"; another dialect's are listed as dropped ("param:<key>").
+func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped []string, err error) {
+	if req == nil {
+		return nil, nil, bridge.Errorf(bridge.CodeInternal, "anthropic: nil request")
+	}
+	if opt.MaxTokens <= 0 {
+		opt.MaxTokens = DefaultMaxTokens
+	}
+	e := reqEncoder{req: req, opt: opt, same: req.ExtraDialect == Dialect}
+	b, err := e.encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, e.dropped, nil
+}
+
+// EncodeCountTokens renders req as a count_tokens body: the request's
+// model, system, messages, tools and tool_choice (and the Extra fields
+// count_tokens takes, such as thinking), without max_tokens, stream or
+// sampling fields.
+func EncodeCountTokens(req *bridge.Request) (body []byte, dropped []string, err error) {
+	if req == nil {
+		return nil, nil, bridge.Errorf(bridge.CodeInternal, "anthropic: nil request")
+	}
+	e := reqEncoder{req: req, same: req.ExtraDialect == Dialect, count: true}
+	b, err := e.encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, e.dropped, nil
+}
+
+type reqEncoder struct {
+	req     *bridge.Request
+	opt     EncodeOptions
+	same    bool // Extra is ours
+	count   bool // a count_tokens body
+	dropped []string
+
+	system     [][]byte // text blocks of the top-level system
+	systemStr  *string  // the system as a string, while it can be one
+	systemMsgs int
+	msgs       []*wireMsg
+}
+
+// wireMsg is one message being built.
+type wireMsg struct {
+	role    string
+	results [][]byte // tool_result blocks, written first
+	blocks  [][]byte
+	str     *string           // string content, while the message can keep it
+	opaque  []json.RawMessage // extra fields of the message object
+}
+
+func (e *reqEncoder) drop(s string) {
+	for _, d := range e.dropped {
+		if d == s {
+			return
+		}
+	}
+	e.dropped = append(e.dropped, s)
+}
+
+func (e *reqEncoder) encode() ([]byte, error) {
+	req := e.req
+	for i := range req.Messages {
+		if err := e.message(&req.Messages[i], i); err != nil {
+			return nil, err
+		}
+	}
+	w := newObj()
+	w.str("model", req.Model)
+
+	thinking := e.thinking()
+	if tc := req.ToolChoice; thinking > 0 && tc != nil && (tc.Mode == bridge.ToolChoiceRequired || tc.Mode == bridge.ToolChoiceTool) && len(req.Tools) > 0 {
+		// The API takes thinking only with tool_choice auto or none; the
+		// client's demand for a tool call wins.
+		thinking = 0
+		e.drop("reasoning_effort: tool_choice forces a tool")
+	}
+	if !e.count {
+		max := e.opt.MaxTokens
+		if req.MaxTokens != nil {
+			max = *req.MaxTokens
+		} else if thinking > 0 {
+			max += thinking
+		}
+		if thinking > 0 && max <= thinking {
+			thinking = max - 1
+			if thinking < 1024 {
+				thinking = 0
+				e.drop("reasoning_effort")
+			}
+		}
+		w.int("max_tokens", max)
+	}
+	switch {
+	case e.systemStr != nil && e.systemMsgs == 1 && len(e.system) == 1:
+		w.str("system", *e.systemStr)
+	case len(e.system) > 0:
+		w.raw("system", joinArray(e.system))
+	}
+	w.key("messages")
+	w.b = append(w.b, '[')
+	for i, m := range e.msgs {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = append(w.b, m.render()...)
+	}
+	w.b = append(w.b, ']')
+
+	ntools := e.tools(w)
+	e.toolChoice(w, ntools)
+	if !e.count {
+		e.sampling(w, thinking > 0)
+	}
+	if thinking > 0 {
+		t := newObj()
+		t.str("type", "enabled")
+		t.int("budget_tokens", thinking)
+		w.raw("thinking", t.end())
+	}
+	if !e.count {
+		w.bool("stream", true)
+	}
+	e.extras(w)
+	return w.end(), nil
+}
+
+// thinking is the budget another dialect's reasoning effort asks for, 0
+// for none. An Anthropic request carries its own thinking in Extra.
+func (e *reqEncoder) thinking() int64 {
+	switch eff := e.req.ReasoningEffort; eff {
+	case "", "none", "minimal":
+		return 0
+	default:
+		b, ok := thinkingBudgets[eff]
+		if !ok {
+			e.drop("reasoning_effort")
+		}
+		return b
+	}
+}
+
+func (e *reqEncoder) sampling(w *objWriter, thinking bool) {
+	req := e.req
+	if len(req.Stop) > 0 {
+		w.key("stop_sequences")
+		w.b = append(w.b, '[')
+		for i, s := range req.Stop {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = appendString(w.b, s)
+		}
+		w.b = append(w.b, ']')
+	}
+	if t := req.Temperature; t != nil {
+		switch v := *t; {
+		case thinking && v != 1:
+			e.drop("temperature")
+		case v > 1:
+			e.drop("temperature: clamped to 1")
+			w.float("temperature", 1)
+		case v < 0:
+			e.drop("temperature: clamped to 0")
+			w.float("temperature", 0)
+		default:
+			w.float("temperature", v)
+		}
+	}
+	if p := req.TopP; p != nil {
+		if thinking && *p < 0.95 {
+			e.drop("top_p")
+		} else {
+			w.float("top_p", *p)
+		}
+	}
+	if k := req.TopK; k != nil {
+		if thinking {
+			e.drop("top_k")
+		} else {
+			w.int("top_k", *k)
+		}
+	}
+	if req.User != "" {
+		m := newObj()
+		m.str("user_id", req.User)
+		w.raw("metadata", m.end())
+	}
+	if len(req.Metadata) > 0 {
+		e.drop("metadata")
+	}
+	if req.Seed != nil {
+		e.drop("seed")
+	}
+	if len(req.ResponseFormat) > 0 {
+		e.drop("response_format")
+	}
+}
+
+func (e *reqEncoder) extras(w *objWriter) {
+	for _, k := range sortedKeys(e.req.Extra) {
+		v := e.req.Extra[k]
+		if !e.same {
+			if k == "max_tokens" {
+				continue // another dialect's record of its key; the limit is in MaxTokens
+			}
+			e.drop("param:" + k)
+			continue
+		}
+		if reservedFields[k] || w.has(k) {
+			continue
+		}
+		if e.count && !countFields[k] {
+			e.drop("param:" + k)
+			continue
+		}
+		if !json.Valid(v) {
+			e.drop("param:" + k)
+			continue
+		}
+		w.raw(k, compact(v))
+	}
+}
+
+// tools writes the tools and returns how many were written.
+func (e *reqEncoder) tools(w *objWriter) int {
+	req := e.req
+	var list [][]byte
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		o := newObj()
+		o.str("name", t.Name)
+		if t.Description != "" {
+			o.str("description", t.Description)
+		}
+		if len(t.Parameters) > 0 && json.Valid(t.Parameters) && jsonKind(t.Parameters) == '{' {
+			o.raw("input_schema", compact(t.Parameters))
+		} else {
+			if len(t.Parameters) > 0 {
+				e.drop("tools[" + strconv.Itoa(i) + "].parameters")
+			}
+			o.raw("input_schema", []byte(`{"type":"object","properties":{}}`))
+		}
+		if t.Strict != nil {
+			o.bool("strict", *t.Strict)
+		}
+		list = append(list, o.end())
+	}
+	if raw, ok := req.Extra[keyServerTools]; ok && e.same {
+		var server []json.RawMessage
+		if json.Unmarshal(raw, &server) == nil {
+			for _, s := range server {
+				list = append(list, compact(s))
+			}
+		}
+	}
+	if len(list) > 0 {
+		w.raw("tools", joinArray(list))
+	}
+	return len(list)
+}
+
+func (e *reqEncoder) toolChoice(w *objWriter, ntools int) {
+	req := e.req
+	noParallel := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+	if ntools == 0 {
+		return // nothing to choose from; the API refuses a tool_choice without tools
+	}
+	tc := req.ToolChoice
+	if tc == nil {
+		if noParallel {
+			w.raw("tool_choice", []byte(`{"type":"auto","disable_parallel_tool_use":true}`))
+		}
+		return
+	}
+	o := newObj()
+	switch tc.Mode {
+	case bridge.ToolChoiceAuto, "":
+		o.str("type", "auto")
+	case bridge.ToolChoiceRequired:
+		o.str("type", "any")
+	case bridge.ToolChoiceTool:
+		o.str("type", "tool")
+		o.str("name", tc.Name)
+	case bridge.ToolChoiceNone:
+		o.str("type", "none")
+		noParallel = false // not a field of none
+	default:
+		e.drop("tool_choice:" + string(tc.Mode))
+		return
+	}
+	if noParallel {
+		o.bool("disable_parallel_tool_use", true)
+	}
+	w.raw("tool_choice", o.end())
+}
+
+func (e *reqEncoder) last() *wireMsg {
+	if len(e.msgs) == 0 {
+		return nil
+	}
+	return e.msgs[len(e.msgs)-1]
+}
+
+func (e *reqEncoder) message(m *bridge.Message, i int) error {
+	path := "messages[" + strconv.Itoa(i) + "]"
+	switch m.Role {
+	case bridge.RoleSystem, bridge.RoleDeveloper:
+		e.systemMessage(m, path)
+	case bridge.RoleUser:
+		e.userMessage(m, path)
+	case bridge.RoleTool:
+		e.toolMessage(m, path)
+	case bridge.RoleAssistant:
+		e.assistantMessage(m, path)
+	default:
+		return bridge.Errorf(bridge.CodeInvalid, "%s.role: unknown role %q", path, m.Role)
+	}
+	return nil
+}
+
+func (e *reqEncoder) systemMessage(m *bridge.Message, path string) {
+	e.systemMsgs++
+	if text, ok := plainText(m); ok && m.StringContent && m.Opaque == nil && e.systemMsgs == 1 {
+		e.systemStr = &text
+	}
+	for j := range m.Parts {
+		p := &m.Parts[j]
+		pp := path + ".content[" + strconv.Itoa(j) + "]"
+		var text string
+		switch p.Type {
+		case bridge.PartText:
+			text = p.Text
+		case bridge.PartData:
+			text = string(compact(p.JSON))
+		default:
+			e.drop(pp + ": " + string(p.Type) + " part in a system prompt")
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		b := newObj()
+		b.str("type", "text")
+		b.str("text", text)
+		e.mergeOpaque(b, p.Opaque, pp)
+		e.system = append(e.system, b.end())
+	}
+	e.mergeOpaque(nil, m.Opaque, path)
+}
+
+func (e *reqEncoder) userMessage(m *bridge.Message, path string) {
+	blocks := e.contentBlocks(m.Parts, path+".content")
+	if last := e.last(); last != nil && last.role == "user" && len(last.results) > 0 {
+		last.str = nil
+		last.blocks = append(last.blocks, blocks...)
+		last.opaque = e.messageOpaque(last.opaque, m.Opaque, path)
+		return
+	}
+	if len(blocks) == 0 && !m.StringContent && !(e.same && len(m.Parts) == 0) {
+		// (An Anthropic client's own empty content goes as it came: the
+		// upstream answers it as the API does.)
+		e.drop(path + ": nothing left to send")
+		return
+	}
+	wm := &wireMsg{role: "user", blocks: blocks}
+	if s, ok := plainText(m); ok && m.StringContent {
+		wm.str = &s
+	}
+	wm.opaque = e.messageOpaque(nil, m.Opaque, path)
+	e.msgs = append(e.msgs, wm)
+}
+
+// plainText is the text of a message whose parts are all text.
+func plainText(m *bridge.Message) (string, bool) {
+	var sb strings.Builder
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		if p.Type != bridge.PartText || p.Opaque != nil {
+			return "", false
+		}
+		sb.WriteString(p.Text)
+	}
+	return sb.String(), true
+}
+
+func (e *reqEncoder) toolMessage(m *bridge.Message, path string) {
+	b := newObj()
+	b.str("type", "tool_result")
+	b.str("tool_use_id", m.ToolCallID)
+	if s, ok := plainText(m); ok && m.StringContent {
+		b.str("content", s)
+	} else if len(m.Parts) > 0 {
+		blocks := e.contentBlocks(m.Parts, path+".content")
+		if len(blocks) > 0 {
+			b.raw("content", joinArray(blocks))
+		}
+	}
+	if m.IsError {
+		b.bool("is_error", true)
+	}
+	e.mergeOpaque(b, m.Opaque, path)
+	block := b.end()
+	if last := e.last(); last != nil && last.role == "user" {
+		if last.str != nil {
+			t := newObj()
+			t.str("type", "text")
+			t.str("text", *last.str)
+			if *last.str != "" {
+				last.blocks = append([][]byte{t.end()}, last.blocks...)
+			}
+			last.str = nil
+		}
+		last.results = append(last.results, block)
+		return
+	}
+	e.msgs = append(e.msgs, &wireMsg{role: "user", results: [][]byte{block}})
+}
+
+func (e *reqEncoder) assistantMessage(m *bridge.Message, path string) {
+	var blocks [][]byte
+	for j := range m.Parts {
+		p := &m.Parts[j]
+		pp := path + ".content[" + strconv.Itoa(j) + "]"
+		if p.Type != bridge.PartReasoning {
+			if b := e.contentBlock(p, pp); b != nil {
+				blocks = append(blocks, b)
+			}
+			continue
+		}
+		if p.Signature == "" && p.Encrypted == "" {
+			if p.Text != "" {
+				e.drop(pp + ": reasoning without a signature")
+			}
+			continue
+		}
+		if p.Signature != "" {
+			b := newObj()
+			b.str("type", "thinking")
+			b.str("thinking", p.Text)
+			b.str("signature", p.Signature)
+			e.mergeOpaque(b, p.Opaque, pp)
+			blocks = append(blocks, b.end())
+		}
+		if p.Encrypted != "" {
+			b := newObj()
+			b.str("type", "redacted_thinking")
+			b.str("data", p.Encrypted)
+			if p.Signature == "" {
+				e.mergeOpaque(b, p.Opaque, pp)
+			}
+			blocks = append(blocks, b.end())
+		}
+	}
+	for j := range m.ToolCalls {
+		tc := &m.ToolCalls[j]
+		pp := path + ".tool_calls[" + strconv.Itoa(j) + "]"
+		b := newObj()
+		b.str("type", "tool_use")
+		b.str("id", tc.ID)
+		b.str("name", tc.Name)
+		args := strings.TrimSpace(tc.Arguments)
+		switch {
+		case args == "":
+			b.raw("input", []byte("{}"))
+		case jsonKind([]byte(args)) == '{' && json.Valid([]byte(args)):
+			b.raw("input", compact([]byte(args)))
+		default:
+			e.drop(pp + ".arguments: not a JSON object")
+			b.raw("input", []byte("{}"))
+		}
+		e.mergeOpaque(b, tc.Opaque, pp)
+		blocks = append(blocks, b.end())
+	}
+	if len(blocks) == 0 && !m.StringContent {
+		if len(m.Parts) > 0 || len(m.ToolCalls) > 0 || !m.NullContent {
+			e.drop(path + ": nothing left to send")
+		}
+		return
+	}
+	wm := &wireMsg{role: "assistant", blocks: blocks}
+	if s, ok := plainText(m); ok && m.StringContent && len(m.ToolCalls) == 0 {
+		wm.str = &s
+	}
+	wm.opaque = e.messageOpaque(nil, m.Opaque, path)
+	e.msgs = append(e.msgs, wm)
+}
+
+// contentBlocks renders user, tool_result or assistant content parts.
+func (e *reqEncoder) contentBlocks(parts []bridge.Part, path string) [][]byte {
+	var out [][]byte
+	for j := range parts {
+		if b := e.contentBlock(&parts[j], path+"["+strconv.Itoa(j)+"]"); b != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// contentBlock renders one content part, or returns nil (and records why)
+// when it has no Messages form. Empty text is left out: the API refuses
+// empty text blocks.
+func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
+	b := newObj()
+	switch p.Type {
+	case bridge.PartText, bridge.PartRefusal:
+		if p.Text == "" {
+			return nil
+		}
+		b.str("type", "text")
+		b.str("text", p.Text)
+	case bridge.PartData:
+		b.str("type", "text")
+		b.str("text", string(compact(p.JSON)))
+	case bridge.PartImage:
+		src := e.source(p, path, false)
+		if src == nil {
+			return nil
+		}
+		b.str("type", "image")
+		b.raw("source", src)
+	case bridge.PartFile:
+		src := e.source(p, path, true)
+		if src == nil {
+			return nil
+		}
+		b.str("type", "document")
+		b.raw("source", src)
+		if p.Filename != "" && !hasOpaqueKey(p.Opaque, "title") {
+			b.str("title", p.Filename)
+		}
+	case bridge.PartOpaque:
+		if p.Opaque == nil || p.Opaque.Dialect != Dialect || jsonKind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
+			d := "unknown"
+			if p.Opaque != nil && p.Opaque.Dialect != "" {
+				d = p.Opaque.Dialect
+			}
+			e.drop(path + ": opaque " + d + " part")
+			return nil
+		}
+		return compact(p.Opaque.Data)
+	case bridge.PartReasoning:
+		e.drop(path + ": reasoning outside an assistant message")
+		return nil
+	default:
+		e.drop(path + ": " + string(p.Type) + " part")
+		return nil
+	}
+	e.mergeOpaque(b, p.Opaque, path)
+	return b.end()
+}
+
+func hasOpaqueKey(o *bridge.Opaque, key string) bool {
+	if o == nil || o.Dialect != Dialect {
+		return false
+	}
+	obj, err := asObject(o.Data, "")
+	if err != nil {
+		return false
+	}
+	_, ok := obj[key]
+	return ok
+}
+
+// source renders an image or document source, nil (and recorded) when the
+// part has nothing Anthropic can take.
+func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
+	s := newObj()
+	switch {
+	case p.Data != "":
+		mt := p.MediaType
+		if mt == "" && document {
+			mt = "application/pdf"
+		}
+		if mt == "" {
+			e.drop(path + ": inline data without a media type")
+			return nil
+		}
+		s.str("type", "base64")
+		s.str("media_type", mt)
+		s.str("data", p.Data)
+	case strings.HasPrefix(p.URL, "data:"):
+		mt, data, ok := parseDataURL(p.URL)
+		if !ok {
+			e.drop(path + ": a data: URL that is not base64")
+			return nil
+		}
+		s.str("type", "base64")
+		s.str("media_type", mt)
+		s.str("data", data)
+	case p.URL != "":
+		s.str("type", "url")
+		s.str("url", p.URL)
+	case p.FileID != "":
+		s.str("type", "file")
+		s.str("file_id", p.FileID)
+	default:
+		e.drop(path + ": " + string(p.Type) + " without data, URL or file id")
+		return nil
+	}
+	if p.Detail != "" {
+		e.drop(path + ".detail")
+	}
+	return s.end()
+}
+
+// parseDataURL splits "data:<media type>;base64,<payload>".
+func parseDataURL(s string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	if !ok {
+		return "", "", false
+	}
+	mt, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
+		return "", "", false
+	}
+	return mt, data, true
+}
+
+// mergeOpaque merges anthropic opaque data into w (when w is not nil) and
+// records another dialect's as dropped.
+func (e *reqEncoder) mergeOpaque(w *objWriter, o *bridge.Opaque, path string) {
+	if o == nil {
+		return
+	}
+	if o.Dialect != Dialect || w == nil || !w.merge(o.Data) {
+		d := o.Dialect
+		if d == "" {
+			d = "unknown"
+		}
+		e.drop(path + ": opaque " + d + " data")
+	}
+}
+
+// messageOpaque adds a message's opaque fields to the wire message's.
+func (e *reqEncoder) messageOpaque(cur []json.RawMessage, o *bridge.Opaque, path string) []json.RawMessage {
+	if o == nil {
+		return cur
+	}
+	if o.Dialect != Dialect || jsonKind(o.Data) != '{' || !json.Valid(o.Data) {
+		e.mergeOpaque(nil, o, path)
+		return cur
+	}
+	return append(cur, o.Data)
+}
+
+func (m *wireMsg) render() []byte {
+	w := newObj()
+	w.str("role", m.role)
+	if m.str != nil && len(m.results) == 0 {
+		w.str("content", *m.str)
+	} else {
+		all := append(append([][]byte(nil), m.results...), m.blocks...)
+		w.raw("content", joinArray(all))
+	}
+	for _, o := range m.opaque {
+		w.merge(o)
+	}
+	return w.end()
+}
+
+func joinArray(items [][]byte) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}

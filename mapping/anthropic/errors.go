@@ -1,0 +1,225 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// errorRow is one line of the two-way error table.
+type errorRow struct {
+	code   bridge.Code
+	status int
+	typ    string // Anthropic error type
+}
+
+// StatusOverloaded is Anthropic's status for an overloaded API.
+const StatusOverloaded = 529
+
+// errorTable maps every bridge code to an HTTP status and an Anthropic
+// error type. Anthropic has no type of its own for a conflict, a gateway
+// fault or a cancelled request: those take the closest (conflict_error,
+// api_error with 502, invalid_request_error with 499).
+var errorTable = []errorRow{
+	{bridge.CodeInvalid, http.StatusBadRequest, "invalid_request_error"},
+	{bridge.CodeUnauthenticated, http.StatusUnauthorized, "authentication_error"},
+	{bridge.CodePermissionDenied, http.StatusForbidden, "permission_error"},
+	{bridge.CodeNotFound, http.StatusNotFound, "not_found_error"},
+	{bridge.CodeConflict, http.StatusConflict, "conflict_error"},
+	{bridge.CodeTooLarge, http.StatusRequestEntityTooLarge, "request_too_large"},
+	{bridge.CodeRateLimited, http.StatusTooManyRequests, "rate_limit_error"},
+	{bridge.CodeUnsupported, http.StatusBadRequest, "invalid_request_error"},
+	{bridge.CodeUpstream, http.StatusBadGateway, "api_error"},
+	{bridge.CodeUnavailable, StatusOverloaded, "overloaded_error"},
+	{bridge.CodeTimeout, http.StatusGatewayTimeout, "timeout_error"},
+	{bridge.CodeCanceled, 499, "invalid_request_error"},
+	{bridge.CodeInternal, http.StatusInternalServerError, "api_error"},
+}
+
+func rowOf(c bridge.Code) errorRow {
+	for _, r := range errorTable {
+		if r.code == c {
+			return r
+		}
+	}
+	return errorTable[len(errorTable)-1] // internal
+}
+
+// EncodeError renders err as an Anthropic error response: the HTTP status
+// and the body {"type":"error","error":{"type","message"}}. The status and
+// type an Anthropic upstream gave are passed through unchanged; another
+// dialect's mean nothing to this client, so the table decides from the
+// code.
+func EncodeError(err *bridge.Error) (status int, body []byte) {
+	if err == nil {
+		err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
+	}
+	row := rowOf(err.Code)
+	status, typ := row.status, row.typ
+	if err.Dialect == Dialect {
+		if err.Status >= 400 && err.Status <= 599 {
+			status = err.Status
+		}
+		if err.Type != "" {
+			typ = err.Type
+		}
+	}
+	return status, errorBody(typ, err.Message)
+}
+
+func errorBody(typ, message string) []byte {
+	e := newObj()
+	e.str("type", typ)
+	e.str("message", message)
+	w := newObj()
+	w.str("type", "error")
+	w.raw("error", e.end())
+	return w.end()
+}
+
+// maxErrorText bounds the message kept from a body that is not an
+// Anthropic error object.
+const maxErrorText = 512
+
+// DecodeError reads an upstream's error response (a non-2xx status and its
+// body) into a *bridge.Error that keeps the upstream's Status and Type. The
+// Code comes from the status; with status 0 (an `error` event inside a
+// stream) it comes from the error type.
+func DecodeError(status int, body []byte) *bridge.Error {
+	e := &bridge.Error{Status: status, Dialect: Dialect}
+	parsed := false
+	if checkDepth(body, maxDepth) == nil && jsonKind(body) == '{' {
+		var env struct {
+			Type  json.RawMessage `json:"type"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(body, &env) == nil {
+			switch {
+			case jsonKind(env.Error) == '{':
+				parsed = fillError(e, env.Error)
+			case jsonKind(env.Error) == '"':
+				e.Message, _ = asString(env.Error, "")
+				parsed = true
+			default:
+				parsed = fillError(e, body) // a bare error object
+			}
+		}
+	}
+	if !parsed {
+		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+	}
+	e.Message = truncate(e.Message, 4*maxErrorText)
+	if e.Message == "" {
+		e.Message = "upstream error"
+		if status != 0 {
+			e.Message = "upstream returned status " + strconv.Itoa(status)
+			if t := http.StatusText(status); t != "" {
+				e.Message += " (" + t + ")"
+			}
+		}
+	}
+	e.Code = classify(e.Status, e.Type)
+	return e
+}
+
+// fillError reads {type, message} into e; it reports whether either was
+// there.
+func fillError(e *bridge.Error, raw []byte) bool {
+	var o struct {
+		Type    json.RawMessage `json:"type"`
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return false
+	}
+	if jsonKind(o.Type) == '"' {
+		e.Type, _ = asString(o.Type, "")
+		if e.Type == "error" {
+			e.Type = ""
+		}
+	}
+	if jsonKind(o.Message) == '"' {
+		e.Message, _ = asString(o.Message, "")
+	}
+	return e.Type != "" || e.Message != ""
+}
+
+// classify picks the bridge code of an upstream error.
+func classify(status int, typ string) bridge.Code {
+	switch {
+	case status == 0:
+		return classifyType(typ)
+	case status == http.StatusBadRequest:
+		return bridge.CodeInvalid
+	case status == http.StatusUnauthorized:
+		return bridge.CodeUnauthenticated
+	case status == http.StatusPaymentRequired, status == http.StatusForbidden:
+		return bridge.CodePermissionDenied
+	case status == http.StatusNotFound:
+		return bridge.CodeNotFound
+	case status == http.StatusRequestTimeout:
+		return bridge.CodeTimeout
+	case status == http.StatusConflict:
+		return bridge.CodeConflict
+	case status == http.StatusRequestEntityTooLarge:
+		return bridge.CodeTooLarge
+	case status == http.StatusTooManyRequests:
+		return bridge.CodeRateLimited
+	case status == 499:
+		return bridge.CodeCanceled
+	case status == http.StatusServiceUnavailable, status == StatusOverloaded:
+		return bridge.CodeUnavailable
+	case status == http.StatusGatewayTimeout:
+		return bridge.CodeTimeout
+	case status >= 500:
+		// An upstream's own 500 is, to the bridge, a bad gateway.
+		return bridge.CodeUpstream
+	case status >= 400:
+		return classifyType(typ)
+	}
+	return bridge.CodeUpstream
+}
+
+// classifyType picks a code from the error type alone.
+func classifyType(typ string) bridge.Code {
+	switch typ {
+	case "invalid_request_error":
+		return bridge.CodeInvalid
+	case "authentication_error":
+		return bridge.CodeUnauthenticated
+	case "permission_error", "billing_error":
+		return bridge.CodePermissionDenied
+	case "not_found_error":
+		return bridge.CodeNotFound
+	case "conflict_error":
+		return bridge.CodeConflict
+	case "request_too_large":
+		return bridge.CodeTooLarge
+	case "rate_limit_error":
+		return bridge.CodeRateLimited
+	case "timeout_error":
+		return bridge.CodeTimeout
+	case "overloaded_error":
+		return bridge.CodeUnavailable
+	}
+	return bridge.CodeUpstream // api_error and anything unknown
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}

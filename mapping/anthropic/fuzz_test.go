@@ -1,0 +1,153 @@
+package anthropic
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+)
+
+func isBridgeError(err error) bool {
+	var be *bridge.Error
+	return errors.As(err, &be)
+}
+
+// FuzzDecodeRequest: no input panics; every error is a *bridge.Error; what
+// decodes encodes, what EncodeRequest makes decodes again, and (when
+// nothing was dropped) to the same request.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, b := range corpusFiles(f) {
+		f.Add(b)
+	}
+	files, _ := filepath.Glob("testdata/request_*.txtar")
+	for _, path := range files {
+		if b, ok := readArchive(f, path).file("request.json"); ok {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image","source":{"type":"url","url":"u"}}]},{"type":"text","text":"x"}]}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"system":"","messages":[{"role":"assistant","content":""}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeRequest(body)
+		if err != nil {
+			if !isBridgeError(err) {
+				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+			}
+			return
+		}
+		out, dropped, err := EncodeRequest(req, EncodeOptions{})
+		if err != nil {
+			t.Fatalf("EncodeRequest of a decoded request: %v", err)
+		}
+		if _, _, err := EncodeCountTokens(req); err != nil {
+			t.Fatalf("EncodeCountTokens of a decoded request: %v", err)
+		}
+		again, err := DecodeRequest(out)
+		if err != nil {
+			t.Fatalf("DecodeRequest(EncodeRequest(req)): %v\nin:  %s\nout: %s", err, body, out)
+		}
+		if len(req.Dropped) > 0 || len(dropped) > 0 || lossy(req) {
+			return
+		}
+		if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s\nin:  %s\nout: %s", diff, body, out)
+		}
+	})
+}
+
+// lossy reports whether a decoded request holds what EncodeRequest changes
+// by design: the order of tool results and other user content, empty text,
+// tool_use blocks before other assistant blocks, system prompts among the
+// messages, consecutive system messages, server tools, empty messages.
+func lossy(r *bridge.Request) bool {
+	_, server := r.Extra[keyServerTools]
+	if server {
+		return true
+	}
+	for i, m := range r.Messages {
+		if m.Role == bridge.RoleSystem && i > 0 {
+			return true
+		}
+		if m.Role == bridge.RoleUser && i > 0 && r.Messages[i-1].Role == bridge.RoleTool {
+			return true
+		}
+		if m.Role == bridge.RoleTool && i > 0 && r.Messages[i-1].Role == bridge.RoleUser {
+			return true
+		}
+		if len(m.Parts) == 0 && len(m.ToolCalls) == 0 {
+			return true
+		}
+		for _, p := range m.Parts {
+			if (p.Type == bridge.PartText && p.Text == "") || p.Type == bridge.PartReasoning && p.Signature == "" && p.Encrypted == "" {
+				return true
+			}
+		}
+		if len(m.ToolCalls) > 0 && len(m.Parts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzDecodeStream: no input panics; errors are *bridge.Error; nothing is
+// yielded after an error; the events encode into a stream that passes the
+// Messages stream validator, and the Accumulator answers.
+func FuzzDecodeStream(f *testing.F) {
+	files, _ := filepath.Glob("testdata/stream_*.txtar")
+	for _, path := range files {
+		a := readArchive(f, path)
+		if b, ok := a.file("upstream.sse"); ok {
+			f.Add(b)
+			f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
+		}
+	}
+	f.Fuzz(func(t *testing.T, sse []byte) {
+		var events []bridge.Event
+		failed := false
+		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
+			if failed {
+				t.Fatal("yield after an error")
+			}
+			if err != nil {
+				if !isBridgeError(err) {
+					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+				}
+				failed = true
+				events = append(events, bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Error: bridge.AsError(err)}})
+				continue
+			}
+			events = append(events, ev)
+		}
+		var out bytes.Buffer
+		enc := NewStreamEncoder(&out, StreamOptions{ID: "msg_f", Model: "m"})
+		acc := NewAccumulator(StreamOptions{})
+		for i := range events {
+			ev := events[i]
+			ev.RunID, ev.Seq = "run_f", int64(i+1)
+			if err := enc.Encode(&ev); err != nil {
+				t.Fatal(err)
+			}
+			acc.Add(&events[i])
+		}
+		if err := enc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		frames, err := anthropictest.ParseFrames(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, problems := anthropictest.CheckStream(frames, anthropictest.Check{RunID: "run_f", IDs: true}); len(problems) > 0 {
+			t.Fatalf("invalid stream %v:\n%s\nfrom:\n%s", problems, out.Bytes(), sse)
+		}
+		if _, err := acc.Response(); err != nil && !isBridgeError(err) {
+			t.Fatalf("Response error %T", err)
+		}
+		_, _ = io.Copy(io.Discard, &out)
+	})
+}
