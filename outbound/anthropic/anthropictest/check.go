@@ -84,7 +84,9 @@ type ToolCall struct {
 	Input string // the concatenated partial_json ("" for none)
 }
 
-func (c ToolCall) String() string { return fmt.Sprintf("#%d %s %s(%s)", c.Index, c.ID, c.Name, c.Input) }
+func (c ToolCall) String() string {
+	return fmt.Sprintf("#%d %s %s(%s)", c.Index, c.ID, c.Name, c.Input)
+}
 
 // Usage is a message's token counts as a client accumulates them (the last
 // value of each count wins, as the SDKs do).
