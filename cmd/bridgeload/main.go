@@ -39,22 +39,23 @@ import (
 
 // options are the flags; a child process gets them back as flags.
 type options struct {
-	streams           int
-	concurrency       int
-	chunks            int
-	pace              time.Duration
-	latencyPace       time.Duration
-	pacedStreams      int
-	latencyRequests   int
-	warmup            int
-	rounds            int
-	targets           []string
-	upstreamIdleConns int
-	timeout           time.Duration
-	json              bool
-	fork              bool
-	check             bool
-	cpuprofile        string
+	streams         int
+	concurrency     int
+	chunks          int
+	pace            time.Duration
+	latencyPace     time.Duration
+	pacedStreams    int
+	latencyRequests int
+	warmup          int
+	rounds          int
+	targets         []string
+	proxyIdleConns  int
+	maxRuns         int
+	timeout         time.Duration
+	json            bool
+	fork            bool
+	check           bool
+	cpuprofile      string
 }
 
 // roleEnv marks a child process: it measures the one target it is given
@@ -83,7 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&opt.warmup, "warmup", 20, "unmeasured streams before the phases")
 	fs.IntVar(&opt.rounds, "rounds", 1, "measure the targets this many times, interleaved, and report each figure's median (for a noisy machine)")
 	fs.StringVar(&targets, "targets", strings.Join(allTargets, ","), "targets to measure, comma-separated: direct, proxy, bridge")
-	fs.IntVar(&opt.upstreamIdleConns, "upstream-idle-conns", 0, "idle upstream connections per host kept by the proxy and the bridge (0: Go's default, 2, as bridge serve has)")
+	fs.IntVar(&opt.proxyIdleConns, "proxy-idle-conns", 256, "idle upstream connections per host the proxy keeps (0: Go's default, 2; the bridge's client keeps 256)")
+	fs.IntVar(&opt.maxRuns, "max-runs", 0, "runs per principal the bridge admits at once (0: enough for --concurrency and --paced-streams; bridge serve's default is 64)")
 	fs.DurationVar(&opt.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.BoolVar(&opt.json, "json", false, "print the results as JSON on stdout (the table goes to stderr)")
 	fs.BoolVar(&opt.fork, "fork", true, "measure each target in a child process of its own (else all in this one; RSS is then shared)")
@@ -127,8 +129,13 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 		return opt, "", errors.New("--pace, --latency-pace: want 0 to 1m")
 	case opt.rounds < 1 || opt.rounds > 100:
 		return opt, "", errors.New("--rounds: want 1 to 100")
+	case opt.proxyIdleConns < 0 || opt.maxRuns < 0:
+		return opt, "", errors.New("--proxy-idle-conns, --max-runs: want 0 or more")
 	case opt.timeout <= 0:
 		return opt, "", errors.New("--timeout: want a positive duration")
+	}
+	if opt.maxRuns == 0 {
+		opt.maxRuns = max(opt.concurrency, opt.pacedStreams) + 8
 	}
 	return opt, child, nil
 }
@@ -146,7 +153,8 @@ func (o options) childArgs(target string, timeout time.Duration) []string {
 		"-latency-requests", strconv.Itoa(o.latencyRequests),
 		"-warmup", strconv.Itoa(o.warmup),
 		"-targets", target,
-		"-upstream-idle-conns", strconv.Itoa(o.upstreamIdleConns),
+		"-proxy-idle-conns", strconv.Itoa(o.proxyIdleConns),
+		"-max-runs", strconv.Itoa(o.maxRuns),
 		"-timeout", timeout.String(),
 		"-cpuprofile", o.cpuprofile,
 	}
@@ -233,7 +241,7 @@ func runAll(ctx context.Context, opt options, stderr io.Writer) (*Report, error)
 		"streams": opt.streams, "concurrency": opt.concurrency, "chunks": opt.chunks,
 		"pace": opt.pace.String(), "latency_pace": opt.latencyPace.String(),
 		"paced_streams": opt.pacedStreams, "latency_requests": opt.latencyRequests,
-		"upstream_idle_conns": opt.upstreamIdleConns, "fork": opt.fork, "rounds": opt.rounds,
+		"proxy_idle_conns": opt.proxyIdleConns, "max_runs": opt.maxRuns, "fork": opt.fork, "rounds": opt.rounds,
 	}}
 	byTarget := map[string][]*Result{}
 	for round := range opt.rounds {
@@ -406,6 +414,9 @@ func printReport(w io.Writer, rep *Report) {
 		st("commits per stream", func(s *StoreStats) float64 { return s.CommitsPer })
 		st("events per commit", func(s *StoreStats) float64 { return s.EventsPerTx })
 		st("commit mean (us)", func(s *StoreStats) float64 { return s.CommitUS })
+		st("commit p50 (us)", func(s *StoreStats) float64 { return s.Commit.P50 * 1e3 })
+		st("commit p99 (us)", func(s *StoreStats) float64 { return s.Commit.P99 * 1e3 })
+		st("commit max (us)", func(s *StoreStats) float64 { return s.Commit.Max * 1e3 })
 		st("CreateSession mean (us)", func(s *StoreStats) float64 { return s.CreateSession })
 		st("Messages (transcript) mean (us)", func(s *StoreStats) float64 { return s.Messages })
 		st("CreateRun mean (us)", func(s *StoreStats) float64 { return s.CreateRun })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,9 @@ type timedStore struct {
 	*sqlite.Store
 	createSession, session, messages, createRun, commit, run opStat
 	events                                                   atomic.Int64 // events committed
+
+	mu         sync.Mutex
+	commitDurs []time.Duration // of every Commit, for the distribution
 }
 
 type opStat struct{ n, ns atomic.Int64 }
@@ -46,9 +50,17 @@ func (s *timedStore) CreateRun(ctx context.Context, r *bridge.Run, input []bridg
 }
 
 func (s *timedStore) Commit(ctx context.Context, b *bridge.Batch) error {
-	defer s.commit.since(time.Now())
+	t := time.Now()
 	s.events.Add(int64(len(b.Events)))
-	return s.Store.Commit(ctx, b)
+	err := s.Store.Commit(ctx, b)
+	s.commit.since(t)
+	d := time.Since(t)
+	s.mu.Lock()
+	if len(s.commitDurs) < 1_000_000 {
+		s.commitDurs = append(s.commitDurs, d)
+	}
+	s.mu.Unlock()
+	return err
 }
 
 func (s *timedStore) Run(ctx context.Context, id string) (*bridge.Run, error) {
@@ -58,11 +70,13 @@ func (s *timedStore) Run(ctx context.Context, id string) (*bridge.Run, error) {
 
 // StoreStats are a phase's store calls: how many, and their mean duration.
 type StoreStats struct {
-	Streams       int     `json:"streams"`
-	Commits       int64   `json:"commits"`
-	CommitsPer    float64 `json:"commits_per_stream"`
-	EventsPerTx   float64 `json:"events_per_commit"`
-	CommitUS      float64 `json:"commit_mean_us"`
+	Streams     int     `json:"streams"`
+	Commits     int64   `json:"commits"`
+	CommitsPer  float64 `json:"commits_per_stream"`
+	EventsPerTx float64 `json:"events_per_commit"`
+	CommitUS    float64 `json:"commit_mean_us"`
+	// Commit is the distribution of commit durations (ms).
+	Commit        Dist    `json:"commit"`
 	CreateSession float64 `json:"create_session_mean_us"`
 	CreateRun     float64 `json:"create_run_mean_us"`
 	Messages      float64 `json:"messages_mean_us"`
@@ -71,8 +85,9 @@ type StoreStats struct {
 }
 
 type storeSnap struct {
-	n, ns  [6]int64
-	events int64
+	n, ns   [6]int64
+	events  int64
+	commits int // len(commitDurs)
 }
 
 func (s *timedStore) snap() storeSnap {
@@ -81,6 +96,9 @@ func (s *timedStore) snap() storeSnap {
 		x.n[i], x.ns[i] = o.n.Load(), o.ns.Load()
 	}
 	x.events = s.events.Load()
+	s.mu.Lock()
+	x.commits = len(s.commitDurs)
+	s.mu.Unlock()
 	return x
 }
 
@@ -95,6 +113,9 @@ func (s *timedStore) statsSince(a storeSnap, streams int) *StoreStats {
 	}
 	st := &StoreStats{Streams: streams, Commits: b.n[4] - a.n[4], CommitUS: mean(4),
 		CreateSession: mean(0), CreateRun: mean(3), Messages: mean(2), RunReadUS: mean(5)}
+	s.mu.Lock()
+	st.Commit = distOf(s.commitDurs[a.commits:b.commits])
+	s.mu.Unlock()
 	if st.Commits > 0 {
 		st.EventsPerTx = float64(b.events-a.events) / float64(st.Commits)
 	}

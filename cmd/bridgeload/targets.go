@@ -19,6 +19,7 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
+	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/storage/sqlite"
@@ -54,17 +55,17 @@ func startTarget(ctx context.Context, name string, up *fakeUpstream, opt options
 	return nil, fmt.Errorf("unknown target %q (want %v)", name, allTargets)
 }
 
-// upstreamTransport is the transport the proxy and the bridge call the
-// upstream with: Go's default (what `bridge serve` and a bare ReverseProxy
-// use: two idle connections per host), or one keeping idle connections
-// per host when --upstream-idle-conns is set.
-func upstreamTransport(opt options) http.RoundTripper {
-	if opt.upstreamIdleConns <= 0 {
+// proxyTransport is the transport the proxy calls the upstream with: Go's
+// default one keeping opt.proxyIdleConns idle connections per host (Go's
+// default keeps 2, which under load opens a connection per stream; the
+// bridge's outbound client keeps 256).
+func proxyTransport(opt options) http.RoundTripper {
+	if opt.proxyIdleConns <= 0 {
 		return http.DefaultTransport
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = opt.upstreamIdleConns
-	t.MaxIdleConns = max(t.MaxIdleConns, opt.upstreamIdleConns)
+	t.MaxIdleConnsPerHost = opt.proxyIdleConns
+	t.MaxIdleConns = max(t.MaxIdleConns, opt.proxyIdleConns)
 	return t
 }
 
@@ -98,7 +99,7 @@ func startProxy(up *fakeUpstream, opt options) (*target, error) {
 	rp := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u) },
 		FlushInterval: -1,
-		Transport:     upstreamTransport(opt),
+		Transport:     proxyTransport(opt),
 		ErrorLog:      discardLog(),
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -119,41 +120,65 @@ func startProxy(up *fakeUpstream, opt options) (*target, error) {
 }
 
 // startBridge wires the bridge as cmd/bridge's NewMain does, with the public
-// packages: a SQLite file in a temporary directory, the engine, the OpenAI
-// inbound handler and the run API, and the OpenAI outbound client for the
-// fake upstream. The logger formats every record as serve's does, into
-// io.Discard.
+// packages: telemetry from the OTEL_* environment (a no-op tracer when none
+// is set), a SQLite file in a temporary directory, the OpenAI outbound client
+// on serve's HTTP client behind serve's middlewares (client span, retries,
+// circuit breaker), the engine, the OpenAI inbound handler and the run API
+// behind the HTTP telemetry middleware. The logger formats every record as
+// serve's does, into io.Discard. Left out: the A2A dialect and API keys
+// (none are configured in a load run, so serve would not check any).
+//
+// The engine admits opt.maxRuns runs per principal at once (serve's default
+// is 64, which would turn away the streams of a wider load).
 func startBridge(ctx context.Context, up *fakeUpstream, opt options) (*target, error) {
 	dir, err := os.MkdirTemp("", "bridgeload-")
 	if err != nil {
 		return nil, err
 	}
+	var cleanup []func()
 	fail := func(err error) (*target, error) {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	tel, err := otel.FromEnv(ctx, otel.EnvConfig{Console: os.Stderr})
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	})
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "bridge.db"), sqlite.Options{})
 	if err != nil {
 		return fail(err)
 	}
+	cleanup = append(cleanup, func() { _ = db.Close() })
 	store := &timedStore{Store: db}
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if _, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC()); err != nil {
-		store.Close()
 		return fail(err)
 	}
-	var hc *http.Client
-	if opt.upstreamIdleConns > 0 {
-		hc = &http.Client{Transport: upstreamTransport(opt)}
-	}
-	oc := outbound.Wrap(outopenai.New(outopenai.Config{Name: "openai", BaseURL: up.URL() + "/v1", HTTPClient: hc}))
-	engine, err := bridge.New(bridge.Config{Store: store, Logger: log,
-		Route: func(string) (bridge.Upstream, error) { return oc, nil }})
+	const name = "openai"
+	client := outopenai.New(outopenai.Config{Name: name, BaseURL: up.URL() + "/v1",
+		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
+	breaker := outbound.NewBreaker(name, outbound.BreakerConfig{}, log, tel.OnBreakerChange)
+	oc := outbound.Wrap(client, tel.Upstream(client), outbound.Retry(outbound.RetryConfig{}, true), breaker.Middleware())
+	engine, err := bridge.New(bridge.Config{Store: store, Logger: log, Tracer: tel.Tracer(),
+		MaxRunsPerPrincipal: opt.maxRuns,
+		Route:               func(string) (bridge.Upstream, error) { return oc, nil }})
 	if err != nil {
-		store.Close()
 		return fail(err)
 	}
-	oa := inopenai.New(inopenai.Config{Engine: engine, Models: func() []string { return []string{"openai"} }, Logger: log})
+	cleanup = append(cleanup, func() {
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = engine.Close(ectx)
+	})
+	oa := inopenai.New(inopenai.Config{Engine: engine, Models: func() []string { return []string{name} }, Logger: log})
 	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa}})
 	mux := http.NewServeMux()
 	for _, p := range oa.Routes() {
@@ -162,18 +187,15 @@ func startBridge(ctx context.Context, up *fakeUpstream, opt options) (*target, e
 	for _, p := range ra.Routes() {
 		mux.Handle(p, ra)
 	}
-	srv, ln, err := serveOn(mux, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	srv, ln, err := serveOn(tel.Handler(mux, "/healthz", "/metrics"), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	if err != nil {
-		_ = engine.Close(ctx)
-		store.Close()
 		return fail(err)
 	}
 	stop := func() {
 		shutdown(srv)
-		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = engine.Close(ectx)
-		_ = store.Close()
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
 		_ = os.RemoveAll(dir)
 	}
 	return &target{name: targetBridge, url: "http://" + ln.Addr().String(), stop: stop, store: store}, nil
