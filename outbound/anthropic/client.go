@@ -1,0 +1,208 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/anthropic"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// DefaultVersion is the anthropic-version header sent when none is
+// configured.
+const DefaultVersion = "2023-06-01"
+
+// Config configures a Client.
+type Config struct {
+	// Name is the upstream's configured name.
+	Name string
+	// BaseURL is what the official SDK takes as its base URL, such as
+	// https://api.anthropic.com; requests go to BaseURL + "/v1/messages".
+	BaseURL string
+	// APIKey is sent as x-api-key when set. It never appears in logs,
+	// errors or history.
+	APIKey string
+	// Model replaces the request's model when set.
+	Model string
+	// MaxTokens is max_tokens for requests that set no limit (the API
+	// requires one); 0 means wire.DefaultMaxTokens.
+	MaxTokens int64
+	// Version is the anthropic-version header (default DefaultVersion).
+	Version string
+	// HTTPClient defaults to a client with no overall timeout (streams are
+	// long); timeouts come from the transport and the request's context.
+	HTTPClient *http.Client
+}
+
+// Client calls a Messages upstream. It is safe for concurrent use.
+type Client struct {
+	cfg   Config
+	url   string
+	count string
+}
+
+var (
+	_ bridge.Upstream       = (*Client)(nil)
+	_ bridge.ToolCallMinter = (*Client)(nil)
+)
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Name == "" {
+		cfg.Name = wire.Dialect
+	}
+	if cfg.Version == "" {
+		cfg.Version = DefaultVersion
+	}
+	base := strings.TrimSuffix(cfg.BaseURL, "/")
+	return &Client{cfg: cfg, url: base + "/v1/messages", count: base + "/v1/messages/count_tokens"}
+}
+
+// Name implements bridge.Upstream.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Dialect implements bridge.Upstream.
+func (c *Client) Dialect() string { return wire.Dialect }
+
+// MintToolCallID implements bridge.ToolCallMinter: Anthropic accepts only
+// tool_use ids matching ^[a-zA-Z0-9_-]+$, so an id minted elsewhere that
+// does not is replaced by "toolu_" and 24 hex digits of its SHA-256 (the
+// same id always mints the same one; the engine keeps the mapping). An id
+// that matches is kept.
+func (c *Client) MintToolCallID(local string) string {
+	if validToolID(local) {
+		return local
+	}
+	h := sha256.Sum256([]byte(local))
+	return "toolu_" + hex.EncodeToString(h[:12])
+}
+
+func validToolID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxErrorBody bounds how much of an upstream error body is read.
+const maxErrorBody = 1 << 20
+
+func (c *Client) request(ctx context.Context, url string, body []byte, stream bool) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad base URL", c.cfg.Name)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("anthropic-version", c.cfg.Version)
+	if stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("x-api-key", c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, connectError(c.cfg.Name, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		e := wire.DecodeError(resp.StatusCode, b)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+// Open sends req as a streaming Messages request. It returns an error when
+// the upstream cannot be reached or answers with a non-2xx status (mapped
+// from the upstream's error object); the call's events end with the
+// upstream's final or an error.
+func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	if c.cfg.Model != "" {
+		r := *req
+		r.Model = c.cfg.Model
+		req = &r
+	}
+	body, dropped, err := wire.EncodeRequest(req, wire.EncodeOptions{MaxTokens: c.cfg.MaxTokens})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.request(ctx, c.url, body, true)
+	if err != nil {
+		return nil, err
+	}
+	events := func(yield func(bridge.Event, error) bool) {
+		defer resp.Body.Close()
+		for ev, err := range wire.DecodeStream(resp.Body) {
+			if err != nil && ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+	return &bridge.Call{Events: events, Dropped: dropped}, nil
+}
+
+// CountTokens forwards req to the upstream's count_tokens endpoint and
+// returns its input_tokens.
+func (c *Client) CountTokens(ctx context.Context, req *bridge.Request) (int64, error) {
+	if c.cfg.Model != "" {
+		r := *req
+		r.Model = c.cfg.Model
+		req = &r
+	}
+	body, _, err := wire.EncodeCountTokens(req)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.request(ctx, c.count, body, false)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&out); err != nil || out.InputTokens == nil {
+		return 0, bridge.Errorf(bridge.CodeUpstream, "upstream %s: count_tokens answered without input_tokens", c.cfg.Name)
+	}
+	return *out.InputTokens, nil
+}
+
+// connectError describes a failed connection without the Go error text,
+// which can name internal addresses.
+func connectError(name string, err error) *bridge.Error {
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return bridge.Errorf(bridge.CodeTimeout, "upstream %s did not answer in time", name)
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "upstream %s is unreachable", name)
+}
