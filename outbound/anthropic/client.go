@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -38,8 +37,10 @@ type Config struct {
 	MaxTokens int64
 	// Version is the anthropic-version header (default DefaultVersion).
 	Version string
-	// HTTPClient defaults to a client with no overall timeout (streams are
-	// long); timeouts come from the transport and the request's context.
+	// Timeouts bound connecting, the first byte and the idle gap between
+	// events (zero: outbound's defaults).
+	Timeouts outbound.Timeouts
+	// HTTPClient defaults to outbound.NewHTTPClient(Timeouts, nil).
 	HTTPClient *http.Client
 }
 
@@ -58,7 +59,10 @@ var (
 // New returns a client for cfg.
 func New(cfg Config) *Client {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
+	}
+	if cfg.Timeouts.Idle <= 0 {
+		cfg.Timeouts.Idle = 120 * time.Second
 	}
 	if cfg.Name == "" {
 		cfg.Name = wire.Dialect
@@ -122,10 +126,7 @@ func (c *Client) request(ctx context.Context, url string, body []byte, stream bo
 	}
 	resp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, connectError(c.cfg.Name, err)
+		return nil, outbound.DoError(ctx, c.cfg.Name, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -153,15 +154,20 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	resp, err := c.request(ctx, c.url, body, true)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
+	idle := c.cfg.Timeouts.Idle
+	rc := outbound.IdleBody(resp.Body, idle, cancel)
 	events := func(yield func(bridge.Event, error) bool) {
-		defer resp.Body.Close()
-		for ev, err := range wire.DecodeStream(resp.Body) {
-			if err != nil && ctx.Err() != nil {
-				err = context.Cause(ctx)
+		defer cancel(nil)
+		defer rc.Close()
+		for ev, err := range wire.DecodeStream(rc) {
+			if err != nil {
+				err = outbound.StreamError(ctx, c.cfg.Name, idle, err)
 			}
 			if !yield(ev, err) || err != nil {
 				return
@@ -195,14 +201,4 @@ func (c *Client) CountTokens(ctx context.Context, req *bridge.Request) (int64, e
 		return 0, bridge.Errorf(bridge.CodeUpstream, "upstream %s: count_tokens answered without input_tokens", c.cfg.Name)
 	}
 	return *out.InputTokens, nil
-}
-
-// connectError describes a failed connection without the Go error text,
-// which can name internal addresses.
-func connectError(name string, err error) *bridge.Error {
-	var te interface{ Timeout() bool }
-	if errors.As(err, &te) && te.Timeout() {
-		return bridge.Errorf(bridge.CodeTimeout, "upstream %s did not answer in time", name)
-	}
-	return bridge.Errorf(bridge.CodeUpstream, "upstream %s is unreachable", name)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
@@ -145,6 +146,7 @@ func TestOpenCancel(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
 	call, err := New(Config{BaseURL: srv.URL}).Open(ctx, &bridge.Request{Model: "m", Messages: []bridge.Message{{Role: bridge.RoleUser}}})
 	if err != nil {
 		t.Fatal(err)
@@ -215,5 +217,26 @@ func TestCountTokens(t *testing.T) {
 	}
 	if _, err := c.CountTokens(t.Context(), &bridge.Request{Model: "m"}); bridge.ErrorCode(err) != bridge.CodeNotFound {
 		t.Errorf("404: %v", err)
+	}
+}
+
+// TestOpenIdleTimeout: a stream that goes quiet longer than the idle
+// timeout ends with a timeout error.
+func TestOpenIdleTimeout(t *testing.T) {
+	srv := anthropictest.New(func(int, []byte) anthropictest.Reply {
+		r := textReply("a", "b")
+		r.Delay = 2 * time.Second
+		return r
+	})
+	t.Cleanup(srv.Close)
+	c := New(Config{BaseURL: srv.URL, Timeouts: outbound.Timeouts{Idle: 50 * time.Millisecond}})
+	call, err := c.Open(t.Context(), &bridge.Request{Model: "m", Messages: []bridge.Message{{Role: bridge.RoleUser}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = collect(t, call)
+	if bridge.ErrorCode(err) != bridge.CodeTimeout || time.Since(start) > time.Second {
+		t.Errorf("err %v after %v", err, time.Since(start))
 	}
 }
