@@ -380,6 +380,8 @@ func printReport(w io.Writer, rep *Report) {
 	row("added TTLB p50 (ms)", added(func(r *Result) float64 { return r.Latency.TTLB.P50 }))
 	row("added TTLB p99 (ms)", added(func(r *Result) float64 { return r.Latency.TTLB.P99 }))
 	row("streams/s, concurrent", func(r *Result) string { return strconv.FormatFloat(r.Throughput.StreamsPerSec, 'f', 1, 64) })
+	row("CPU per stream, concurrent (ms)", func(r *Result) string { return ms(r.Throughput.CPUPerStream) })
+	row("added CPU per stream (ms)", added(func(r *Result) float64 { return r.Throughput.CPUPerStream }))
 	row("TTFB p50, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTFB.P50 }))
 	row("TTLB p50, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTLB.P50 }))
 	row("TTLB p99, concurrent (ms)", lat(func(r *Result) float64 { return r.Throughput.TTLB.P99 }))

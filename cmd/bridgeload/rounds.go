@@ -40,6 +40,7 @@ func medianResult(rs []*Result) *Result {
 	dist(func(r *Result) *Dist { return &r.Throughput.TTLB })
 	med(func(r *Result) *float64 { return &r.Throughput.StreamsPerSec })
 	med(func(r *Result) *float64 { return &r.Throughput.Seconds })
+	med(func(r *Result) *float64 { return &r.Throughput.CPUPerStream })
 	medInt(func(r *Result) *int64 { return &r.Throughput.UpstreamConns })
 	medInt(func(r *Result) *int64 { return &r.Memory.BaselineRSSKiB })
 	medInt(func(r *Result) *int64 { return &r.Memory.PeakRSSKiB })
