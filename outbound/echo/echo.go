@@ -81,7 +81,11 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 		}
 		yield(bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}}, nil)
 	}
-	return &bridge.Call{Events: events}, nil
+	var dropped []string
+	if len(req.Tools) > 0 {
+		dropped = append(dropped, "tools") // echo calls no tools
+	}
+	return &bridge.Call{Events: events, Dropped: dropped}, nil
 }
 
 // Split cuts s into words, each but the first keeping the whitespace before
