@@ -1,0 +1,151 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
+	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/storage/sqlite"
+)
+
+// newEngine returns an engine over a real SQLite file routing to c.
+func newEngine(t *testing.T, c bridge.Upstream) *bridge.Engine {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return c, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+		store.Close()
+	})
+	return e
+}
+
+func drain(t *testing.T, e *bridge.Engine, run *bridge.Run) []bridge.Event {
+	t.Helper()
+	_, events, err := e.Subscribe(t.Context(), run.ID, run.LastSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bridge.Event
+	for ev, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// upstreamMessages is the messages array an upstream request carried.
+func upstreamMessages(t *testing.T, body []byte) []any {
+	t.Helper()
+	var v struct {
+		Messages []any `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Messages
+}
+
+// TestSignatureThroughTranscript: a stateful client (it sends only its new
+// input, as A2A and Hermes do) over an Anthropic upstream. The first call's
+// thinking block (with its signature) and redacted_thinking are kept in the
+// session's transcript, so the call that follows the client's tool result
+// sends them back unchanged before the tool_use, and the result goes as a
+// tool_result with the same id. One run for the whole tool loop.
+func TestSignatureThroughTranscript(t *testing.T) {
+	srv := anthropictest.New(func(n int, _ []byte) anthropictest.Reply {
+		ev := &anthropictest.Events{ID: "msg_up", Model: "claude-x"}
+		if n == 0 {
+			ev.Start(10, 0, 0).Thinking("sig-1", "I should ", "look it up.").Redacted("REDACTED").
+				ToolUse("toolu_01", "get_weather", `{"city":`, `"Paris"}`).Delta("tool_use", 20).Stop()
+		} else {
+			ev.Start(30, 0, 0).Text("21C").Delta("end_turn", 3).Stop()
+		}
+		return anthropictest.Reply{Events: ev.List()}
+	})
+	t.Cleanup(srv.Close)
+	e := newEngine(t, outanthropic.New(outanthropic.Config{BaseURL: srv.URL}))
+
+	user := bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("Weather in Paris?")}, StringContent: true}
+	run, err := e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(t, e, run)
+	if f := evs[len(evs)-1].Final; f == nil || f.Status != bridge.StatusInputRequired {
+		t.Fatalf("first final %+v", evs[len(evs)-1])
+	}
+	result := bridge.Message{Role: bridge.RoleTool, ToolCallID: "toolu_01", Parts: []bridge.Part{bridge.TextPart("21C")}, StringContent: true}
+	again, err := e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{result}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != run.ID {
+		t.Errorf("the tool result started run %s, want %s continued", again.ID, run.ID)
+	}
+	drain(t, e, again)
+
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	var want []any
+	_ = json.Unmarshal([]byte(`[
+		{"role":"user","content":"Weather in Paris?"},
+		{"role":"assistant","content":[
+			{"type":"thinking","thinking":"I should look it up.","signature":"sig-1"},
+			{"type":"redacted_thinking","data":"REDACTED"},
+			{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Paris"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"21C"}]}]`), &want)
+	if diff := cmp.Diff(want, upstreamMessages(t, reqs[1].Body)); diff != "" {
+		t.Errorf("second upstream request messages (-want +got):\n%s", diff)
+	}
+}
+
+// TestMintedToolCallIDs: tool-call ids Anthropic refuses (minted by another
+// upstream, kept by a client) are replaced by toolu_ ids in the tool_use
+// and the tool_result alike.
+func TestMintedToolCallIDs(t *testing.T) {
+	srv := anthropictest.New(func(int, []byte) anthropictest.Reply {
+		ev := &anthropictest.Events{ID: "msg_up", Model: "claude-x"}
+		return anthropictest.Reply{Events: ev.Start(1, 0, 0).Text("ok").Delta("end_turn", 1).Stop().List()}
+	})
+	t.Cleanup(srv.Close)
+	c := outanthropic.New(outanthropic.Config{BaseURL: srv.URL})
+	e := newEngine(t, c)
+	const odd = "fc:call.1/x"
+	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
+		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
+		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: odd, Name: "f", Arguments: "{}"}}},
+		{Role: bridge.RoleTool, ToolCallID: odd, Parts: []bridge.Part{bridge.TextPart("r")}},
+	}}
+	run, err := e.Start(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, e, run)
+	msgs := upstreamMessages(t, srv.Requests()[0].Body)
+	minted := c.MintToolCallID(odd)
+	use := msgs[1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	res := msgs[2].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if use["id"] != minted || res["tool_use_id"] != minted || minted == odd {
+		t.Errorf("tool_use id %v, tool_result id %v, want %s", use["id"], res["tool_use_id"], minted)
+	}
+}
