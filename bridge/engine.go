@@ -273,7 +273,10 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 	snapshot := *run
 	if !req.Detached {
-		stop := context.AfterFunc(ctx, func() { cancel(errClientGone) })
+		stop := context.AfterFunc(ctx, func() {
+			e.cancelUpstream(context.WithoutCancel(ctx), lr) // the upstream's own work stops too: it saves tokens
+			cancel(errClientGone)
+		})
 		lr.stopAfter = stop
 	}
 
@@ -786,6 +789,20 @@ func (e *Engine) Run(ctx context.Context, id string) (*Run, error) {
 // upstreamCancelTimeout bounds the upstream's own cancel in Abort.
 const upstreamCancelTimeout = 5 * time.Second
 
+// cancelUpstream runs the current upstream call's own cancel, if it has
+// one, bounded by upstreamCancelTimeout.
+func (e *Engine) cancelUpstream(ctx context.Context, lr *liveRun) {
+	call := lr.currentCall()
+	if call == nil || call.Cancel == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, upstreamCancelTimeout)
+	defer cancel()
+	if err := call.Cancel(cctx); err != nil {
+		e.log.Warn("upstream cancel", "run", lr.run.ID, "err", err)
+	}
+}
+
 // RunMessages returns the transcript messages of a run committed so far,
 // oldest first: its input from the start, the assistant's messages and the
 // steers once the run has ended.
@@ -808,13 +825,7 @@ func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
 	if lr == nil {
 		return r, nil
 	}
-	if call := lr.currentCall(); call != nil && call.Cancel != nil {
-		cctx, cancel := context.WithTimeout(ctx, upstreamCancelTimeout)
-		if err := call.Cancel(cctx); err != nil {
-			e.log.Warn("upstream cancel", "run", runID, "err", err)
-		}
-		cancel()
-	}
+	e.cancelUpstream(ctx, lr)
 	lr.cancel(errAborted)
 	select {
 	case <-lr.closed:

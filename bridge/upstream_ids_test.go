@@ -105,3 +105,36 @@ func TestRunMessages(t *testing.T) {
 		t.Errorf("another principal: err %v, want not found", err)
 	}
 }
+
+// TestClientGoneCallsUpstreamCancel: a stateless client that goes away
+// stops the upstream's own work too, not only the connection.
+func TestClientGoneCallsUpstreamCancel(t *testing.T) {
+	up := &cancelUpstream{}
+	e, _ := newEngine(t, up)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	run, err := e.Start(ctx, userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events, err := e.Subscribe(t.Context(), run.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last bridge.Event
+	for ev, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == bridge.KindMessageStarted {
+			cancel() // the call is open: the client leaves
+		}
+		last = ev
+	}
+	if last.Kind != bridge.KindFinal || last.Final.Status != bridge.StatusCancelled {
+		t.Errorf("last event %+v, want final cancelled", last)
+	}
+	if !up.cancelled.Load() {
+		t.Errorf("the upstream's cancel did not run when the client left")
+	}
+}

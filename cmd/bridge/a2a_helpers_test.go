@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -217,3 +218,5 @@ func words(prefix string, n int) []string {
 	}
 	return out
 }
+
+func jsonDecode(r *http.Response, v any) error { return json.NewDecoder(r.Body).Decode(v) }

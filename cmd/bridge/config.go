@@ -86,6 +86,10 @@ type Upstream struct {
 	Model string `yaml:"model"`
 	// Models are the model names routed to this upstream ("*" for any).
 	Models []string `yaml:"models"`
+	// Profile is how an A2A upstream arranges its events: a2a (the
+	// answer in artifact-updates, the default) or adk (an ADK executor:
+	// the answer in working status messages). Never guessed.
+	Profile string `yaml:"profile"`
 
 	// Breaker, Retry and Timeouts tune reliability; zero values are the
 	// defaults (outbound.BreakerConfig, RetryConfig, Timeouts).
@@ -121,12 +125,12 @@ func parseUpstream(v string) (Upstream, error) {
 	switch dialect {
 	case "echo":
 		return Upstream{Name: "echo", Dialect: "echo"}, nil
-	case "openai":
+	case "openai", "a2a":
 		if url == "" {
 			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "anthropic", "responses", "a2a", "adk", "hermes":
+	case "anthropic", "responses", "adk", "hermes":
 		return Upstream{}, fmt.Errorf("--upstream %s: the %s dialect is not built yet", v, dialect)
 	}
 	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)
@@ -151,6 +155,15 @@ func (c *Config) validate() error {
 		seen[u.Name] = true
 		if u.Dialect != "echo" && u.URL == "" {
 			return fmt.Errorf("upstream %s: no url", u.Name)
+		}
+		switch u.Profile {
+		case "":
+		case "a2a", "adk":
+			if u.Dialect != "a2a" {
+				return fmt.Errorf("upstream %s: profile %q is for a2a upstreams", u.Name, u.Profile)
+			}
+		default:
+			return fmt.Errorf("upstream %s: unknown profile %q (want a2a or adk)", u.Name, u.Profile)
 		}
 	}
 	if c.Retention <= 0 {

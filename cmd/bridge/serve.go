@@ -17,8 +17,10 @@ import (
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
+	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
+	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
 	"github.com/bridge-dev/bridge/outbound/echo"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/storage/sqlite"
@@ -73,7 +75,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 
 	rt := &routes{model: cfg.Model}
 	for _, u := range cfg.Upstreams {
-		up, err := newUpstream(u, cfg, tel)
+		up, err := newUpstream(u, cfg, tel, store)
 		if err != nil {
 			store.Close()
 			return nil, err
@@ -181,7 +183,7 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 	return keys, nil
 }
 
-func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry) (bridge.Upstream, error) {
+func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store) (bridge.Upstream, error) {
 	key := os.Getenv("BRIDGE_UPSTREAM_API_KEY")
 	if u.APIKeyEnv != "" {
 		key = os.Getenv(u.APIKeyEnv)
@@ -192,6 +194,9 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry) (bridge.Upstream, 
 	case "openai":
 		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
 			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+	case "a2a":
+		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
+			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	}
 	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
 }

@@ -1,0 +1,508 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/a2a"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// IDStore is the part of the bridge's store the client keeps its id maps
+// in (a bridge.Store is one).
+type IDStore interface {
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+}
+
+// Config configures a Client.
+type Config struct {
+	// Name is the upstream's configured name (the scope of its id maps).
+	Name string
+	// URL is the agent's base URL, where its card is
+	// (URL/.well-known/agent-card.json, or the 0.2 agent.json); the
+	// card's url is where requests go.
+	URL string
+	// Profile is how the agent arranges its events (default a2a).
+	Profile wire.Profile
+	// APIKey is sent as a bearer token when set; it never appears in
+	// logs, errors or history.
+	APIKey string
+	// IDs keeps the id maps; without it every turn opens a new context.
+	IDs IDStore
+	// Timeouts and HTTPClient as for every upstream.
+	Timeouts   outbound.Timeouts
+	HTTPClient *http.Client
+	// CardTTL is how long a fetched card is used (default 5 minutes).
+	CardTTL time.Duration
+	// MaxResumes bounds the resubscribes after broken streams of one call
+	// (default 5).
+	MaxResumes int
+	Logger     *slog.Logger
+}
+
+// Client calls one A2A agent.
+type Client struct {
+	cfg Config
+
+	mu     sync.Mutex
+	card   *wire.UpstreamCard
+	cardAt time.Time
+}
+
+var _ bridge.Upstream = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.Name == "" {
+		cfg.Name = "a2a"
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = wire.ProfileA2A
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
+	}
+	if cfg.Timeouts.Idle <= 0 {
+		cfg.Timeouts.Idle = 120 * time.Second
+	}
+	if cfg.CardTTL <= 0 {
+		cfg.CardTTL = 5 * time.Minute
+	}
+	if cfg.MaxResumes <= 0 {
+		cfg.MaxResumes = 5
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg}
+}
+
+// Name implements bridge.Upstream.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Dialect implements bridge.Upstream.
+func (c *Client) Dialect() string { return wire.Dialect }
+
+const maxBody = 4 << 20
+
+// Card returns the agent's card, fetched at most once per CardTTL.
+func (c *Client) Card(ctx context.Context) (*wire.UpstreamCard, error) {
+	c.mu.Lock()
+	if c.card != nil && time.Since(c.cardAt) < c.cfg.CardTTL {
+		card := c.card
+		c.mu.Unlock()
+		return card, nil
+	}
+	c.mu.Unlock()
+	base := strings.TrimSuffix(c.cfg.URL, "/")
+	var lastErr error
+	for _, u := range cardURLs(base) {
+		card, err := c.fetchCard(ctx, u)
+		if err == nil {
+			c.mu.Lock()
+			c.card, c.cardAt = card, time.Now()
+			c.mu.Unlock()
+			return card, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// cardURLs are where a card may be: the URL itself when it names a JSON
+// file, else the well-known paths under it, then under its origin.
+func cardURLs(base string) []string {
+	if strings.HasSuffix(base, ".json") {
+		return []string{base}
+	}
+	urls := []string{base + wire.CardPath, base + wire.OldCardPath}
+	if i := strings.Index(base, "://"); i >= 0 {
+		if j := strings.IndexByte(base[i+3:], '/'); j >= 0 {
+			origin := base[:i+3+j]
+			urls = append(urls, origin+wire.CardPath, origin+wire.OldCardPath)
+		}
+	}
+	return urls
+}
+
+func (c *Client) fetchCard(ctx context.Context, u string) (*wire.UpstreamCard, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", c.cfg.Name)
+	}
+	req.Header.Set("Accept", "application/json")
+	c.auth(req)
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, outbound.DoError(ctx, c.cfg.Name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode != http.StatusOK {
+		e := wire.DecodeError(resp.StatusCode, b)
+		e.Message = "upstream " + c.cfg.Name + ": agent card: " + e.Message
+		return nil, e
+	}
+	return wire.DecodeCard(b)
+}
+
+func (c *Client) auth(req *http.Request) {
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+}
+
+// keyPrefix marks id-map entries keyed by a transcript fingerprint.
+const keyPrefix = "fp:"
+
+// Open sends the run's new input to the agent: into the upstream context
+// the rest of the transcript is already in (found by its fingerprint), or
+// into a new context that gets the earlier turns inlined when there are
+// any. It returns an error when the agent did not answer, or answered with
+// an error before any event.
+func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	card, err := c.Card(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prefix, input := wire.SplitInput(req.Messages)
+	if len(input) == 0 {
+		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
+	}
+	var (
+		contextID string
+		inline    []bridge.Message
+		dropped   []string
+	)
+	if key := wire.TranscriptKey(prefix); key != "" {
+		if c.cfg.IDs != nil {
+			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
+		}
+		if contextID == "" {
+			inline = prefix
+			dropped = append(dropped, "a2a:history_inlined_in_new_context")
+		}
+	}
+	if len(req.Tools) > 0 {
+		dropped = append(dropped, "tools")
+	}
+	msg, d := wire.OutboundMessage(input, inline, contextID)
+	dropped = append(dropped, d...)
+
+	call := &call{c: c, card: card, ctx: ctx, run: bridge.RunIDFromContext(ctx), session: req.SessionID,
+		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile)}
+	if err := call.send(msg); err != nil {
+		return nil, err
+	}
+	return &bridge.Call{Events: call.events, Dropped: dropped, Cancel: call.cancel}, nil
+}
+
+// call is one upstream task being followed.
+type call struct {
+	c          *Client
+	card       *wire.UpstreamCard
+	ctx        context.Context
+	run        string
+	session    string
+	transcript []bridge.Message
+	dec        *wire.StreamDecoder
+
+	body    io.ReadCloser // the stream being read, nil when none
+	stop    context.CancelCauseFunc
+	sse     *wire.SSEReader
+	pending []bridge.Event // decoded, not yet yielded
+	buf     []bridge.Event
+
+	taskID          atomic.Value // string, for cancel
+	cancelRequested atomic.Bool
+	recorded        bool
+}
+
+// post sends one JSON-RPC request on its own connection context.
+func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Response, context.CancelCauseFunc, error) {
+	ctx, cancel := context.WithCancelCause(k.ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	if err != nil {
+		cancel(nil)
+		return nil, nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if k.card.Version == wire.V10 {
+		req.Header.Set(wire.VersionHeader, "1.0")
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	k.c.auth(req)
+	resp, err := k.c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		err = outbound.DoError(ctx, k.c.cfg.Name, err)
+		cancel(nil)
+		return nil, nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		cancel(nil)
+		e := wire.DecodeError(resp.StatusCode, b)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
+		}
+		return nil, nil, e
+	}
+	return resp, cancel, nil
+}
+
+// send sends the message and reads until the first events, so an error the
+// agent answers at once is Open's error.
+func (k *call) send(msg *a2asdk.Message) error {
+	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Streaming, k.card.Version, msg)
+	resp, cancel, err := k.post(body, k.card.Streaming, "")
+	if err != nil {
+		return err
+	}
+	if err := k.attach(resp, cancel); err != nil {
+		k.close()
+		return err
+	}
+	return k.fill()
+}
+
+// attach takes a response: an SSE stream to read, or a JSON response
+// decoded at once.
+func (k *call) attach(resp *http.Response, cancel context.CancelCauseFunc) error {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		k.body = outbound.IdleBody(resp.Body, k.c.cfg.Timeouts.Idle, cancel)
+		k.stop = cancel
+		k.sse = wire.NewSSEReader(k.body)
+		return nil
+	}
+	defer cancel(nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return outbound.StreamError(k.ctx, k.c.cfg.Name, 0, bridge.Errorf(bridge.CodeUpstream, "upstream %s: reading its answer failed", k.c.cfg.Name))
+	}
+	k.pending, err = k.dec.Frame(b, "", k.pending)
+	k.learn()
+	return err
+}
+
+func (k *call) close() {
+	if k.body != nil {
+		k.body.Close()
+		k.body = nil
+	}
+	if k.stop != nil {
+		k.stop(nil)
+		k.stop = nil
+	}
+	k.sse = nil
+}
+
+// fill reads frames until some events are pending, the task ends, or the
+// stream does. An error comes back as is; io.EOF means the stream ended.
+func (k *call) fill() error {
+	for len(k.pending) == 0 && !k.dec.Done() {
+		if k.sse == nil {
+			return io.EOF
+		}
+		ev, err := k.sse.Next()
+		if err != nil {
+			k.close()
+			if err == io.EOF {
+				return io.EOF
+			}
+			return err
+		}
+		k.pending, err = k.dec.Frame(ev.Data, ev.ID, k.pending)
+		k.learn()
+		if err != nil {
+			k.close()
+			return err
+		}
+		if k.dec.Unfinished() {
+			k.close() // final: true without an outcome: resubscribe
+			return io.EOF
+		}
+	}
+	return nil
+}
+
+// learn records the upstream ids the decoder has seen.
+func (k *call) learn() {
+	if k.dec.TaskID == "" || k.recorded {
+		return
+	}
+	k.recorded = true
+	k.taskID.Store(k.dec.TaskID)
+	k.put(bridge.IDRun, k.run, k.dec.TaskID)
+	if k.dec.ContextID != "" {
+		k.put(bridge.IDSession, k.session, k.dec.ContextID)
+	}
+}
+
+func (k *call) put(kind bridge.IDKind, local, remote string) {
+	if k.c.cfg.IDs == nil || local == "" || remote == "" {
+		return
+	}
+	if err := k.c.cfg.IDs.PutID(context.WithoutCancel(k.ctx), bridge.IDMapping{Kind: kind, Scope: k.c.cfg.Name, Local: local, Remote: remote}); err != nil {
+		k.c.cfg.Logger.Warn("a2a id map", "upstream", k.c.cfg.Name, "kind", kind, "err", err)
+	}
+}
+
+// events yields the task's events; a stream that breaks before the task's
+// outcome is resubscribed, then read with tasks/get.
+func (k *call) events(yield func(bridge.Event, error) bool) {
+	defer k.close()
+	resumes := 0
+	for {
+		for len(k.pending) > 0 {
+			ev := k.pending[0]
+			k.pending = k.pending[1:]
+			if ev.Kind == bridge.KindFinal {
+				k.finalize(&ev)
+			}
+			if !yield(ev, nil) {
+				return
+			}
+			if ev.Kind == bridge.KindFinal {
+				return
+			}
+		}
+		if k.dec.Done() {
+			return
+		}
+		err := k.fill()
+		if err == nil {
+			continue
+		}
+		if k.ctx.Err() != nil {
+			yield(bridge.Event{}, outbound.StreamError(k.ctx, k.c.cfg.Name, k.c.cfg.Timeouts.Idle, err))
+			return
+		}
+		var be *bridge.Error
+		if errors.As(err, &be) && be.Dialect == wire.Dialect {
+			yield(bridge.Event{}, err) // the agent said it: an error frame
+			return
+		}
+		// The stream broke (or ended) before the task's outcome.
+		if k.dec.TaskID == "" || resumes >= k.c.cfg.MaxResumes {
+			if err == io.EOF {
+				err = bridge.Errorf(bridge.CodeUpstream, "upstream %s ended its stream before the task's outcome", k.c.cfg.Name)
+			}
+			yield(bridge.Event{}, err)
+			return
+		}
+		resumes++
+		if rerr := k.resume(); rerr != nil {
+			yield(bridge.Event{}, rerr)
+			return
+		}
+	}
+}
+
+// resume reattaches to the task: tasks/resubscribe from the last upstream
+// event id; when the agent cannot (a2a-go answers -32001 for a task that
+// ended), tasks/get, whose Task gives the rest.
+func (k *call) resume() error {
+	last := k.dec.LastEventID
+	k.put(bridge.IDCursor, k.run, last)
+	k.c.cfg.Logger.Info("a2a resubscribe", "upstream", k.c.cfg.Name, "task", k.dec.TaskID, "after", last)
+	if k.card.Streaming {
+		body := wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpSubscribe, k.card.Version, k.dec.TaskID)
+		resp, cancel, err := k.post(body, true, last)
+		if err == nil {
+			if err = k.attach(resp, cancel); err == nil {
+				if err = k.fill(); err == nil || (err == io.EOF && k.dec.Done()) {
+					return nil
+				}
+			}
+		}
+		if k.ctx.Err() != nil {
+			return outbound.StreamError(k.ctx, k.c.cfg.Name, k.c.cfg.Timeouts.Idle, err)
+		}
+	}
+	body := wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpGet, k.card.Version, k.dec.TaskID)
+	resp, cancel, err := k.post(body, false, "")
+	if err != nil {
+		return err
+	}
+	return k.attach(resp, cancel)
+}
+
+// finalize rewrites an outcome before it is yielded: a cancel the bridge
+// did not ask for interrupts the run; a turn that ended well records the
+// context its transcript now leads to.
+func (k *call) finalize(ev *bridge.Event) {
+	f := ev.Final
+	if f == nil {
+		return
+	}
+	if f.Status == bridge.StatusCancelled && !k.cancelRequested.Load() {
+		g := *f
+		g.Status = bridge.StatusInterrupted
+		ev.Final = &g
+		f = &g
+	}
+	if (f.Status == bridge.StatusCompleted || f.Status == bridge.StatusInputRequired) && k.dec.ContextID != "" {
+		next := append(append([]bridge.Message(nil), k.transcript...),
+			bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.dec.Answer())}})
+		k.put(bridge.IDSession, keyPrefix+wire.TranscriptKey(next), k.dec.ContextID)
+	}
+}
+
+// cancel is the call's own cancel: tasks/cancel of the upstream task.
+func (k *call) cancel(ctx context.Context) error {
+	id, _ := k.taskID.Load().(string)
+	if id == "" {
+		return nil // the agent has not named its task yet; closing the stream is all there is
+	}
+	k.cancelRequested.Store(true)
+	body := wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpCancel, k.card.Version, id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if k.card.Version == wire.V10 {
+		req.Header.Set(wire.VersionHeader, "1.0")
+	}
+	k.c.auth(req)
+	resp, err := k.c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return outbound.DoError(ctx, k.c.cfg.Name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if resp.StatusCode != http.StatusOK || (json.Unmarshal(b, &env) == nil && len(env.Error) > 0 && string(env.Error) != "null") {
+		return wire.DecodeError(resp.StatusCode, b)
+	}
+	return nil
+}
