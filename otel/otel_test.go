@@ -27,6 +27,7 @@ import (
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
+	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 	"github.com/bridge-dev/bridge/storage/sqlite"
@@ -554,4 +555,47 @@ func sum(rm metricdata.ResourceMetrics, name string, want map[string]string) int
 		}
 	}
 	return n
+}
+
+// TestA2AUpstreamGetsTraceparent: an A2A upstream's HTTP requests (here
+// the agent-card fetch, the first one it makes) carry the client span's
+// traceparent, through the same Transport.
+func TestA2AUpstreamGetsTraceparent(t *testing.T) {
+	tel, exp := newTelemetry(t, otel.Config{})
+	got := make(chan string, 8)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("Traceparent"):
+		default:
+		}
+		http.NotFound(w, r)
+	}))
+	defer agent.Close()
+	client := outa2a.New(outa2a.Config{Name: "agent", URL: agent.URL,
+		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
+	up := outbound.Wrap(client, tel.Upstream(client))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ctx, run := tel.Tracer().Start(ctx, "run")
+	if _, err := up.Open(ctx, &bridge.Request{Inbound: "openai", Model: "m",
+		Messages: []bridge.Message{{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}}}}); err == nil {
+		t.Fatal("an agent without a card answered")
+	}
+	run.End()
+	span := spanNamed(exp.GetSpans(), "invoke_agent m")
+	if span == nil {
+		t.Fatalf("no client span; have %+v", exp.GetSpans())
+	}
+	checkAttrs(t, span, map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "a2a"})
+	if span.Status.Code.String() != "Error" {
+		t.Errorf("failed call's span status %v", span.Status)
+	}
+	select {
+	case tp := <-got:
+		if want := "00-" + span.SpanContext.TraceID().String() + "-" + span.SpanContext.SpanID().String() + "-01"; tp != want {
+			t.Errorf("agent got traceparent %q, want %q", tp, want)
+		}
+	default:
+		t.Fatal("the agent got no request")
+	}
 }
