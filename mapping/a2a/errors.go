@@ -192,8 +192,10 @@ func DecodeError(status int, body []byte) *bridge.Error {
 	}
 	e.Code = statusCode(e.Status)
 	text := strings.TrimSpace(string(bytes.ToValidUTF8(body, nil)))
-	if len(text) > 200 || strings.HasPrefix(text, "<") {
-		text = "" // an HTML error page or a long dump says nothing useful
+	if err == nil || len(text) > 200 || strings.HasPrefix(text, "<") {
+		// JSON without an error in it, an HTML error page or a long dump
+		// says nothing useful.
+		text = ""
 	}
 	switch {
 	case text != "":
