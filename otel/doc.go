@@ -26,9 +26,13 @@
 //	      │                        the upstream receives
 //	      └─ tool_call NAME        one per tool call the stream makes
 //
-// A run continued by a later request (the client's tool results) gets a new
-// run span in that request's trace, with a resume event and a link to the
-// trace the run started in; the stored run keeps its first trace id.
+// A request that resumes a stream from a cursor (Last-Event-ID, ?after=)
+// has a resume event on its server span. A run continued by a later request
+// (the client's tool results) gets a new run span in that request's trace,
+// with a resume event and a link to the trace the run started in; the
+// stored run keeps its first trace id. A steer is a steer event on the run
+// span when it joins the run's next model call, and the steering request's
+// span links to the run's trace.
 //
 // Message contents (the request's messages, the answer, tool arguments and
 // results) are recorded only with Config.RecordContent

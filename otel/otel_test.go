@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -598,4 +599,50 @@ func TestA2AUpstreamGetsTraceparent(t *testing.T) {
 	default:
 		t.Fatal("the agent got no request")
 	}
+}
+
+// TestSteerEvent: a steer that joins a running run is an event on the run
+// span, and the steering caller's span links to the run's trace.
+func TestSteerEvent(t *testing.T) {
+	tel, exp := newTelemetry(t, otel.Config{})
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	defer release()
+	s := newStack(t, tel, func(n int, _ []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "x", Model: "m"}
+		if n == 0 {
+			<-gate // hold the first answer until the steer is in
+		}
+		return openaitest.Reply{Chunks: c.Role().Text("ok").Finish("stop").List()}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	run, err := s.engine.Start(trace.ContextWithRemoteSpanContext(ctx, remoteParent(t)), &bridge.Request{Inbound: "openai", Model: "m", Full: true,
+		SessionID: "steer-1", Detached: true, Messages: []bridge.Message{{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("start")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, steerSpan := tel.Tracer().Start(ctx, "steer request")
+	err = s.engine.Steer(sctx, run.ID, bridge.Message{Parts: []bridge.Part{bridge.TextPart("also this")}})
+	steerSpan.End()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSpan := spanNamed(waitSpans(t, exp, "run"), "run")
+	if !hasEvent(runSpan, "steer") {
+		t.Errorf("run span events %+v lack steer", runSpan.Events)
+	}
+	st := spanNamed(exp.GetSpans(), "steer request")
+	if !hasEvent(st, "steer") || len(st.Links) != 1 || st.Links[0].SpanContext.TraceID().String() != parentTrace {
+		t.Errorf("steering span: events %+v links %+v", st.Events, st.Links)
+	}
+}
+
+func remoteParent(t *testing.T) trace.SpanContext {
+	t.Helper()
+	tid, _ := trace.TraceIDFromHex(parentTrace)
+	sid, _ := trace.SpanIDFromHex(parentSpan)
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 }
