@@ -141,10 +141,6 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 	if b.final && ev.Kind != bridge.KindFinal {
 		return frame{}
 	}
-	eid := bridge.EventID(ev.RunID, ev.Seq)
-	if ev.RunID == "" {
-		eid = b.id + ":" + strconv.FormatInt(ev.Seq, 10)
-	}
 	switch ev.Kind {
 	case bridge.KindRunStarted:
 		b.state, b.ts, b.status = a2asdk.TaskStateSubmitted, ev.Time, nil
@@ -194,17 +190,17 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 			t.Text += ev.Text
 			b.thought.Parts[0] = t
 		} else {
-			b.thought = b.message(eid, a2asdk.MessageRoleAgent, a2asdk.ContentParts{part})
+			b.thought = b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{part})
 			b.history = append(b.history, b.thought)
 		}
-		return b.statusFrame(b.message(eid, a2asdk.MessageRoleAgent, a2asdk.ContentParts{part}), ev.Time)
+		return b.statusFrame(b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{part}), ev.Time)
 	case bridge.KindToolCallDone:
 		if ev.ToolCall == nil {
 			return frame{}
 		}
 		b.thought = nil
 		b.setWorking(ev.Time)
-		m := b.message(eid, a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolCallPart(ev.ToolCall)})
+		m := b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolCallPart(ev.ToolCall)})
 		b.history = append(b.history, m)
 		return b.statusFrame(m, ev.Time)
 	case bridge.KindToolResult:
@@ -213,7 +209,7 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 		}
 		b.thought = nil
 		b.setWorking(ev.Time)
-		m := b.message(eid, a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolResultPart(ev.ToolResult)})
+		m := b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolResultPart(ev.ToolResult)})
 		b.history = append(b.history, m)
 		return b.statusFrame(m, ev.Time)
 	case bridge.KindUserMessage:
@@ -222,7 +218,7 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 		}
 		b.thought = nil
 		b.claimSteer(ev.Message)
-		m := b.message(eid, a2asdk.MessageRoleUser, sdkParts(ev.Message.Parts))
+		m := b.message(b.eventID(ev), a2asdk.MessageRoleUser, sdkParts(ev.Message.Parts))
 		b.history = append(b.history, m)
 		return b.statusFrame(m, ev.Time)
 	case bridge.KindArtifact:
@@ -230,17 +226,26 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 			return frame{}
 		}
 		b.setWorking(ev.Time)
-		return b.artifactEvent(ev, eid)
+		return b.artifactEvent(ev, b.eventID(ev))
 	case bridge.KindUsage:
 		b.usage.Merge(ev.Usage)
 	case bridge.KindStateUpdate:
 		b.drop("state_update")
 	case bridge.KindFinal:
-		return b.finalFrame(ev, eid)
+		return b.finalFrame(ev, b.eventID(ev))
 	}
 	// run_started of a continued run, tool_call_started and _delta (the
 	// done event carries the whole call), error (the final carries it).
 	return frame{}
+}
+
+// eventID is the cursor of ev, the id of the message it makes.
+func (b *TaskBuilder) eventID(ev *bridge.Event) string {
+	run := ev.RunID
+	if run == "" {
+		run = b.id
+	}
+	return bridge.EventID(run, ev.Seq)
 }
 
 func (b *TaskBuilder) setWorking(t time.Time) {
