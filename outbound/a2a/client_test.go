@@ -86,7 +86,9 @@ func TestContextReuse(t *testing.T) {
 	t.Cleanup(agent.Close)
 	ids := &memIDs{}
 	c := outa2a.New(outa2a.Config{Name: "agent", URL: agent.URL, IDs: ids})
-	user := func(s string) bridge.Message { return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}} }
+	user := func(s string) bridge.Message {
+		return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}
+	}
 	asst := func(s string) bridge.Message {
 		return bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(s)}}
 	}
