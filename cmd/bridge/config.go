@@ -125,12 +125,17 @@ func parseUpstream(v string) (Upstream, error) {
 	switch dialect {
 	case "echo":
 		return Upstream{Name: "echo", Dialect: "echo"}, nil
+	case "anthropic": // the base URL the official SDK takes: requests go to URL/v1/messages
+		if url == "" {
+			return Upstream{}, fmt.Errorf("--upstream %s: want anthropic=URL", v)
+		}
+		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
 	case "openai", "a2a":
 		if url == "" {
 			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "anthropic", "responses", "adk", "hermes":
+	case "responses", "adk", "hermes":
 		return Upstream{}, fmt.Errorf("--upstream %s: the %s dialect is not built yet", v, dialect)
 	}
 	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)

@@ -15,12 +15,14 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
+	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
+	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
 	"github.com/bridge-dev/bridge/outbound/echo"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/storage/sqlite"
@@ -74,6 +76,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	}
 
 	rt := &routes{model: cfg.Model}
+	counters := map[string]*outanthropic.Client{} // Anthropic upstreams, by name: they answer count_tokens
 	for _, u := range cfg.Upstreams {
 		up, err := newUpstream(u, cfg, tel, store)
 		if err != nil {
@@ -85,6 +88,9 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
 		wrapped := outbound.Wrap(up, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
+		if c, ok := up.(*outanthropic.Client); ok {
+			counters[u.Name] = c
+		}
 	}
 	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
 		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal})
@@ -104,7 +110,8 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	// run API, and answers auth failures in its own error shape.
 	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
 	aa := ina2a.New(ina2a.Config{Engine: engine, Model: cfg.Model, Card: cfg.A2A.card(), Logger: log})
-	served := []servedDialect{oa, aa}
+	an := inanthropic.New(inanthropic.Config{Engine: engine, CountTokens: countTokens(rt, counters), Logger: log})
+	served := []servedDialect{oa, aa, an}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}
@@ -194,11 +201,33 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store
 	case "openai":
 		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
 			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+	case "anthropic":
+		return outanthropic.New(outanthropic.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
+			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "a2a":
 		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
 			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	}
 	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
+}
+
+// countTokens answers Anthropic's count_tokens at the upstream the model
+// routes to when it is an Anthropic one (its own count, outside the
+// breaker and retries: counting is not a model call); ok is false for any
+// other upstream, and the inbound side estimates.
+func countTokens(rt *routes, counters map[string]*outanthropic.Client) func(context.Context, *bridge.Request) (int64, bool, error) {
+	return func(ctx context.Context, req *bridge.Request) (int64, bool, error) {
+		up, err := rt.Route(req.Model)
+		if err != nil {
+			return 0, false, err
+		}
+		c := counters[up.Name()]
+		if c == nil {
+			return 0, false, nil
+		}
+		n, err := c.CountTokens(ctx, req)
+		return n, err == nil, err
+	}
 }
 
 // idempotent reports whether a dialect's calls may be retried after the
