@@ -260,7 +260,7 @@ func TestAnthropicSDKToolRoundTripOverOpenAI(t *testing.T) {
 			Role       string `json:"role"`
 			ToolCallID string `json:"tool_call_id"`
 			ToolCalls  []struct {
-				ID       string `json:"id"`
+				ID       string                     `json:"id"`
 				Function struct{ Arguments string } `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"messages"`
