@@ -114,14 +114,14 @@ var (
 
 // matrixPairs lists every (inbound, outbound) pair the bridge supports.
 func matrixPairs() []pair {
-	return []pair{
+	return append([]pair{
 		{inbound: openaiClient{}, outbound: openaiOut, notes: []string{
 			"Everything the Chat Completions wire carries goes through unchanged in meaning: text, " +
 				"streamed tool-call arguments byte for byte, parallel calls with their indices and ids, " +
 				"reasoning_content, usage, and upstream errors with their status, type, code and message.",
 		}},
 		{inbound: openaiClient{}, outbound: echoOut},
-	}
+	}, a2aMatrixPairs()...)
 }
 
 // scenario is one column of the matrix.
