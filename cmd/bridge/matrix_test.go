@@ -121,7 +121,7 @@ func matrixPairs() []pair {
 				"reasoning_content, usage, and upstream errors with their status, type, code and message.",
 		}},
 		{inbound: openaiClient{}, outbound: echoOut},
-	}, a2aMatrixPairs()...)
+	}, anthropicPairs()...)
 }
 
 // scenario is one column of the matrix.
