@@ -1,0 +1,431 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// MaxDepth is the deepest JSON nesting a decoder accepts.
+const MaxDepth = 64
+
+// CheckDepth rejects JSON nested deeper than max levels of objects and
+// arrays. It only counts brackets outside strings; validity is left to the
+// parser that runs after it.
+func CheckDepth(b []byte, max int) error {
+	depth := 0
+	inStr, esc := false, false
+	for _, c := range b {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return bridge.Errorf(bridge.CodeInvalid, "request body: JSON nested deeper than %d levels", max)
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// Kind returns the first byte of a JSON value: '{', '[', '"', 't', 'f',
+// 'n' or a digit/minus for numbers; 0 for empty input.
+func Kind(raw []byte) byte {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
+
+// IsNull reports whether raw is JSON null.
+func IsNull(raw []byte) bool { return Kind(raw) == 'n' }
+
+// IsNumber reports whether raw starts like a JSON number.
+func IsNumber(raw []byte) bool {
+	k := Kind(raw)
+	return k == '-' || (k >= '0' && k <= '9')
+}
+
+// KindName names the JSON type of raw, for error messages.
+func KindName(raw []byte) string {
+	switch Kind(raw) {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case 0:
+		return "nothing"
+	}
+	return "number"
+}
+
+// TypeErr is the error of a field of the wrong JSON type.
+func TypeErr(path, want string, raw []byte) *bridge.Error {
+	return bridge.Errorf(bridge.CodeInvalid, "%s: expected %s, got %s", path, want, KindName(raw))
+}
+
+// SyntaxErr renders a parse error of a whole body.
+func SyntaxErr(what string, err error) *bridge.Error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return bridge.Errorf(bridge.CodeInvalid, "%s: invalid JSON at offset %d: %s", what, se.Offset, se.Error())
+	}
+	return bridge.Errorf(bridge.CodeInvalid, "%s: invalid JSON", what)
+}
+
+// Object is a JSON object decoded one level deep. Decoding into a map keeps
+// it independent of key order and case-sensitive.
+type Object map[string]json.RawMessage
+
+// AsObject decodes raw as an object; path names it in errors.
+func AsObject(raw []byte, path string) (Object, error) {
+	if Kind(raw) != '{' {
+		return nil, TypeErr(path, "object", raw)
+	}
+	var o Object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, TypeErr(path, "object", raw)
+	}
+	if o == nil {
+		o = Object{}
+	}
+	return o, nil
+}
+
+// AsArray decodes raw as an array of raw values.
+func AsArray(raw []byte, path string) ([]json.RawMessage, error) {
+	if Kind(raw) != '[' {
+		return nil, TypeErr(path, "array", raw)
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, TypeErr(path, "array", raw)
+	}
+	return a, nil
+}
+
+// AsString decodes raw as a string.
+func AsString(raw []byte, path string) (string, error) {
+	if Kind(raw) != '"' {
+		return "", TypeErr(path, "string", raw)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", TypeErr(path, "string", raw)
+	}
+	return s, nil
+}
+
+// AsBool decodes raw as a boolean.
+func AsBool(raw []byte, path string) (bool, error) {
+	var v bool
+	if k := Kind(raw); k != 't' && k != 'f' {
+		return false, TypeErr(path, "boolean", raw)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, TypeErr(path, "boolean", raw)
+	}
+	return v, nil
+}
+
+// AsInt decodes raw as an integer.
+func AsInt(raw []byte, path string) (int64, error) {
+	var v int64
+	if err := json.Unmarshal(raw, &v); err != nil || !IsNumber(raw) {
+		return 0, bridge.Errorf(bridge.CodeInvalid, "%s: expected integer, got %s", path, KindName(raw))
+	}
+	return v, nil
+}
+
+// AsFloat decodes raw as a number.
+func AsFloat(raw []byte, path string) (float64, error) {
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil || !IsNumber(raw) {
+		return 0, TypeErr(path, "number", raw)
+	}
+	return v, nil
+}
+
+// Join appends key to a JSON path.
+func Join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// ReqString reads the required string o[key].
+func ReqString(o Object, key, path string) (string, error) {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return "", bridge.Errorf(bridge.CodeInvalid, "%s: required", Join(path, key))
+	}
+	return AsString(raw, Join(path, key))
+}
+
+// OptString reads o[key] into dst when present and not null.
+func OptString(o Object, path, key string, dst *string) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	s, err := AsString(raw, Join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = s
+	return nil
+}
+
+// OptBool reads o[key] into dst when present and not null.
+func OptBool(o Object, path, key string, dst **bool) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	v, err := AsBool(raw, Join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// OptInt reads o[key] into dst when present and not null.
+func OptInt(o Object, path, key string, dst **int64) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	v, err := AsInt(raw, Join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// OptFloat reads o[key] into dst when present and not null.
+func OptFloat(o Object, path, key string, dst **float64) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	v, err := AsFloat(raw, Join(path, key))
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// Compact returns raw without insignificant space, so values kept raw
+// compare equal after a round trip. It does not escape HTML.
+func Compact(raw []byte) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return slices.Clone(raw)
+	}
+	return b.Bytes()
+}
+
+// SortedKeys returns the keys of m in order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// RawObject renders the given keys of o as one compact JSON object with
+// sorted keys (deterministic, so it compares equal after a round trip).
+func RawObject(o Object, keys []string) json.RawMessage {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	b := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, k)
+		b = append(b, ':')
+		b = append(b, Compact(o[k])...)
+	}
+	return append(b, '}')
+}
+
+// Truncate cuts s to at most n bytes on a rune boundary.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string. It escapes like encoding/json
+// without HTML escaping: quotes, backslashes, control characters, U+2028 and
+// U+2029; invalid UTF-8 becomes U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// ObjWriter appends the members of one JSON object, remembering the keys
+// it wrote so data merged afterwards cannot duplicate one. B is the object
+// so far; a caller may append a value to it right after Key.
+type ObjWriter struct {
+	B    []byte
+	keys []string
+}
+
+// NewObj starts an object.
+func NewObj() *ObjWriter { return &ObjWriter{B: append(make([]byte, 0, 128), '{')} }
+
+// Key writes a member's key (and the comma before it).
+func (w *ObjWriter) Key(k string) {
+	if len(w.keys) > 0 {
+		w.B = append(w.B, ',')
+	}
+	w.keys = append(w.keys, k)
+	w.B = AppendString(w.B, k)
+	w.B = append(w.B, ':')
+}
+
+// Has reports whether key k was written.
+func (w *ObjWriter) Has(k string) bool { return slices.Contains(w.keys, k) }
+
+// Str writes a string member.
+func (w *ObjWriter) Str(k, v string) {
+	w.Key(k)
+	w.B = AppendString(w.B, v)
+}
+
+// Raw writes a member whose value is JSON text.
+func (w *ObjWriter) Raw(k string, v []byte) {
+	w.Key(k)
+	w.B = append(w.B, v...)
+}
+
+// Null writes a null member.
+func (w *ObjWriter) Null(k string) { w.Raw(k, []byte("null")) }
+
+// Int writes an integer member.
+func (w *ObjWriter) Int(k string, v int64) {
+	w.Key(k)
+	w.B = strconv.AppendInt(w.B, v, 10)
+}
+
+// Bool writes a boolean member.
+func (w *ObjWriter) Bool(k string, v bool) {
+	w.Key(k)
+	w.B = strconv.AppendBool(w.B, v)
+}
+
+// Float writes a number member (null for NaN and infinities).
+func (w *ObjWriter) Float(k string, v float64) {
+	w.Key(k)
+	f, err := json.Marshal(v)
+	if err != nil {
+		f = []byte("null")
+	}
+	w.B = append(w.B, f...)
+}
+
+// Merge appends the members of the JSON object data whose keys were not
+// written yet. It reports false when data is not an object.
+func (w *ObjWriter) Merge(data []byte) bool {
+	o, err := AsObject(data, "")
+	if err != nil {
+		return false
+	}
+	for _, k := range SortedKeys(o) {
+		if w.Has(k) || !json.Valid(o[k]) {
+			continue
+		}
+		w.Raw(k, Compact(o[k]))
+	}
+	return true
+}
+
+// End closes the object and returns its bytes.
+func (w *ObjWriter) End() []byte { return append(w.B, '}') }
