@@ -147,14 +147,22 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// NewID returns a fresh opaque id with the given prefix.
+// NewID returns a fresh opaque id with the given prefix: 48 bits of the
+// time in milliseconds, then 72 random bits, in a base32 alphabet that sorts
+// like the bytes. Ids made later sort later, so new rows of the store's
+// indexes land together at the end instead of all over the tree.
 func NewID(prefix string) string {
 	var b [15]byte
-	_, _ = rand.Read(b[:])
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
 	return prefix + idEncoding.EncodeToString(b[:])
 }
 
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+var idEncoding = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
 
 // errAborted and errClientGone are the causes a run's context is cancelled with.
 var (
@@ -187,13 +195,15 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	principal := PrincipalFromContext(ctx)
 	now := e.now().UTC()
 
-	sess, err := e.session(ctx, req.SessionID, principal, now)
+	sess, fresh, err := e.session(ctx, req.SessionID, principal, now)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := e.transcript(ctx, sess.ID)
-	if err != nil {
-		return nil, err
+	var stored []Message // a fresh session has no transcript to read
+	if !fresh {
+		if stored, err = e.transcript(ctx, sess.ID); err != nil {
+			return nil, err
+		}
 	}
 	input, transcript := splitInput(stored, req)
 	if len(input) == 0 {
@@ -253,23 +263,24 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		span.End()
 		return nil, err
 	}
+	// A new run (and a fresh session) is created by the writer, in the same
+	// transaction as its run_started event and its input, while the pump
+	// already calls the upstream: the commit overlaps the upstream's first
+	// byte instead of preceding it.
+	var created *pending
 	if prev == nil {
-		err = e.store.CreateRun(ctx, run, input)
+		created = &pending{lr: lr, ev: Event{Kind: KindRunStarted, Source: SourceBridge},
+			msgs: input, done: make(chan error, 1)}
+		newRun := *run
+		created.newRun = &newRun
+		if fresh {
+			created.newSession = sess
+		}
+		lr.emitMu.Lock()
+		e.enqueue(lr, created)
+		lr.emitMu.Unlock()
 	} else {
 		err = e.store.Commit(ctx, &Batch{Runs: []*Run{run}, Messages: input})
-	}
-	if err != nil {
-		e.unregister(lr)
-		cancel(err)
-		span.End()
-		e.log.Error("create run", "run", run.ID, "err", err)
-		if ErrorCode(err) == CodeConflict {
-			return nil, err
-		}
-		// A full disk or a locked database: the run cannot be recorded, so
-		// it does not start.
-		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
-			Message: "the bridge cannot record new runs right now (storage unavailable)"}
 	}
 	snapshot := *run
 	if !req.Detached {
@@ -278,12 +289,6 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 			cancel(errClientGone)
 		})
 		lr.stopAfter = stop
-	}
-
-	if prev == nil {
-		// Emitted before Start returns, so it is the run's first event
-		// whatever a Steer does next.
-		e.emit(lr, Event{Kind: KindRunStarted, Source: SourceBridge})
 	}
 	upReq := *req
 	upReq.Messages = transcript
@@ -294,33 +299,49 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		defer span.End()
 		e.pump(runCtx, lr, up, &upReq, &runTrace{span: span, start: now})
 	}()
+	if created != nil {
+		err = <-created.done
+	}
+	if err != nil {
+		lr.abandon()
+		cancel(err)
+		e.log.Error("create run", "run", run.ID, "err", err)
+		if ErrorCode(err) == CodeConflict {
+			return nil, err
+		}
+		// A full disk or a locked database: the run cannot be recorded, so
+		// it does not start.
+		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
+			Message: "the bridge cannot record new runs right now (storage unavailable)"}
+	}
 	return &snapshot, nil
 }
 
-// session finds or creates the request's session.
-func (e *Engine) session(ctx context.Context, id, principal string, now time.Time) (*Session, error) {
-	if id != "" {
-		s, err := e.store.Session(ctx, id)
-		switch {
-		case err == nil:
-			if s.Principal != principal {
-				return nil, Errorf(CodeNotFound, "session %q not found", id)
-			}
-			return s, nil
-		case ErrorCode(err) != CodeNotFound:
-			return nil, err
-		}
-	} else {
-		id = NewID("sess_")
+// session finds the request's session, or makes one: a session the client
+// named is created now (another request may race to create it); one the
+// bridge names is fresh, and the writer creates it with the run.
+func (e *Engine) session(ctx context.Context, id, principal string, now time.Time) (s *Session, fresh bool, err error) {
+	if id == "" {
+		return &Session{ID: NewID("sess_"), Principal: principal, Created: now, Updated: now}, true, nil
 	}
-	s := &Session{ID: id, Principal: principal, Created: now, Updated: now}
+	s, err = e.store.Session(ctx, id)
+	switch {
+	case err == nil:
+		if s.Principal != principal {
+			return nil, false, Errorf(CodeNotFound, "session %q not found", id)
+		}
+		return s, false, nil
+	case ErrorCode(err) != CodeNotFound:
+		return nil, false, err
+	}
+	s = &Session{ID: id, Principal: principal, Created: now, Updated: now}
 	if err := e.store.CreateSession(ctx, s); err != nil {
 		if ErrorCode(err) == CodeConflict { // created concurrently
 			return e.session(ctx, id, principal, now)
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return s, nil
+	return s, false, nil
 }
 
 // transcript loads a session's whole stored transcript.
@@ -617,6 +638,12 @@ func (e *Engine) takeParked(runID string) []Message {
 // finish commits the run's final event, its row and the assistant's
 // transcript message in one batch, then retires the live run.
 func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message, rt *runTrace) {
+	if lr.abandoned() {
+		// The run was never recorded (Start failed): nothing to commit.
+		e.unregister(lr)
+		lr.close()
+		return
+	}
 	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1), msgs: msgs}
 	now := e.now().UTC()
 	p.ev.Time = now
@@ -628,6 +655,7 @@ func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message, rt *runTrace) {
 			f.Usage = &u
 		}
 		r.Status, r.StopReason, r.Reason = f.Status, f.StopReason, f.Reason
+		f.Dropped = append([]string(nil), r.Dropped...)
 		r.Finished = now
 		r.LastSeq = lr.seq + 1
 		run = *r

@@ -499,3 +499,12 @@ func TestStoreFailure(t *testing.T) {
 	}
 	close(gate)
 }
+
+func TestNewIDSortsByTime(t *testing.T) {
+	a := bridge.NewID("run_")
+	time.Sleep(2 * time.Millisecond)
+	b := bridge.NewID("run_")
+	if !(a < b) || len(a) != len(b) || a == bridge.NewID("run_") {
+		t.Errorf("ids %q then %q: want later ids to sort later, same length, unique", a, b)
+	}
+}

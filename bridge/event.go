@@ -253,4 +253,7 @@ type Final struct {
 	Reason string `json:"reason,omitempty"`
 	Usage  *Usage `json:"usage,omitempty"`
 	Error  *Error `json:"error,omitempty"`
+	// Dropped is what the run's translations could not carry, as far as
+	// the engine knows at the end (the inbound encoder may add to it).
+	Dropped []string `json:"dropped,omitempty"`
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -32,6 +33,25 @@ type liveRun struct {
 	steerClosed bool      // the run decided its outcome: no more steers
 
 	call *Call // the upstream call in progress, for Abort; guarded by mu
+
+	dropped bool // the run could not be created: nothing of it is stored
+}
+
+// abandon marks a run whose creation failed; its pump stops without
+// committing a final event.
+func (lr *liveRun) abandon() {
+	lr.mu.Lock()
+	lr.dropped = true
+	if lr.commitErr == nil {
+		lr.commitErr = errAbandoned
+	}
+	lr.mu.Unlock()
+}
+
+func (lr *liveRun) abandoned() bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.dropped
 }
 
 func (lr *liveRun) setCall(c *Call) {
@@ -172,14 +192,19 @@ func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
 	}
 }
 
-// pending is one unit the writer commits: an event, and with a run's final
-// event the run's row and its transcript message.
+var errAbandoned = errors.New("the run was not recorded")
+
+// pending is one unit the writer commits: an event; with a run's first
+// event the new run (and its fresh session) and its input; with its final
+// event the run's row and its transcript messages.
 type pending struct {
-	lr   *liveRun
-	ev   Event
-	run  *Run
-	msgs []Message
-	done chan error
+	lr         *liveRun
+	ev         Event
+	newSession *Session
+	newRun     *Run
+	run        *Run
+	msgs       []Message
+	done       chan error
 }
 
 // writer commits queued events in batches: it takes whatever is queued, up
@@ -205,29 +230,65 @@ func (e *Engine) writer() {
 				break drain
 			}
 		}
-		b.Events, b.Runs, b.Messages = b.Events[:0], b.Runs[:0], b.Messages[:0]
-		for _, p := range batch {
-			b.Events = append(b.Events, p.ev)
-			if p.run != nil {
-				b.Runs = append(b.Runs, p.run)
-			}
-			b.Messages = append(b.Messages, p.msgs...)
-		}
-		err := e.store.Commit(context.Background(), b)
+		err := e.commit(b, batch)
+		var errs map[*liveRun]error
 		if err != nil {
 			e.log.Error("commit events", "events", len(b.Events), "err", err)
+			errs = e.isolate(batch)
 		}
 		for _, p := range batch {
 			touched[p.lr] = append(touched[p.lr], p.ev)
 		}
 		for lr, evs := range touched {
-			lr.publish(evs, err)
+			lr.publish(evs, errs[lr])
 			delete(touched, lr)
 		}
 		for _, p := range batch {
 			if p.done != nil {
-				p.done <- err
+				p.done <- errs[p.lr]
 			}
 		}
 	}
+}
+
+// commit writes the pendings as one batch, reusing b.
+func (e *Engine) commit(b *Batch, batch []*pending) error {
+	b.Sessions, b.NewRuns = b.Sessions[:0], b.NewRuns[:0]
+	b.Events, b.Runs, b.Messages = b.Events[:0], b.Runs[:0], b.Messages[:0]
+	for _, p := range batch {
+		if p.newSession != nil {
+			b.Sessions = append(b.Sessions, p.newSession)
+		}
+		if p.newRun != nil {
+			b.NewRuns = append(b.NewRuns, p.newRun)
+		}
+		b.Events = append(b.Events, p.ev)
+		if p.run != nil {
+			b.Runs = append(b.Runs, p.run)
+		}
+		b.Messages = append(b.Messages, p.msgs...)
+	}
+	return e.store.Commit(context.Background(), b)
+}
+
+// isolate commits a failed batch again one run at a time, so a fault of one
+// run (a conflict, a bad row) does not fail the others. It returns the
+// error of each run that still fails.
+func (e *Engine) isolate(batch []*pending) map[*liveRun]error {
+	var order []*liveRun
+	groups := make(map[*liveRun][]*pending)
+	for _, p := range batch {
+		if _, ok := groups[p.lr]; !ok {
+			order = append(order, p.lr)
+		}
+		groups[p.lr] = append(groups[p.lr], p)
+	}
+	errs := make(map[*liveRun]error)
+	b := &Batch{}
+	for _, lr := range order {
+		if err := e.commit(b, groups[lr]); err != nil {
+			errs[lr] = err
+		}
+	}
+	return errs
 }

@@ -60,6 +60,10 @@ type RunFilter struct {
 // events of any number of runs (in seq order per run), runs that changed
 // (ended, or learnt an upstream id), and transcript messages.
 type Batch struct {
+	// Sessions and NewRuns are created first (CodeConflict if one exists),
+	// so the batch's messages and events may belong to them.
+	Sessions []*Session
+	NewRuns  []*Run
 	Events   []Event
 	Runs     []*Run
 	Messages []Message

@@ -1,9 +1,11 @@
 package inbound
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,4 +107,24 @@ func RetryAfter(d time.Duration) string {
 		s = 1
 	}
 	return strconv.FormatInt(s, 10)
+}
+
+// Dropped returns the whole list of what a run's translations dropped: the
+// engine's (on the final event) and the inbound encoder's, recording the
+// encoder's on the run when it adds anything.
+func Dropped(ctx context.Context, e *bridge.Engine, runID string, final *bridge.Final, enc []string) ([]string, error) {
+	var all []string
+	if final != nil {
+		all = append(all, final.Dropped...)
+	}
+	n := len(all)
+	for _, d := range enc {
+		if !slices.Contains(all, d) {
+			all = append(all, d)
+		}
+	}
+	if len(all) == n {
+		return all, nil
+	}
+	return all, e.RecordDropped(context.WithoutCancel(ctx), runID, all[n:])
 }

@@ -41,6 +41,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"LastSeq", testLastSeq},
 		{"CommitRuns", testCommitRuns},
 		{"CommitAtomic", testCommitAtomic},
+		{"CommitCreates", testCommitCreates},
 		{"Messages", testMessages},
 		{"MessagesPaging", testMessagesPaging},
 		{"RunMessages", testRunMessages},
@@ -592,6 +593,41 @@ func testCommitAtomic(t *testing.T, s bridge.Store) {
 	// The store still takes the batch that failed once it is fixed.
 	mustCommit(t, s, &bridge.Batch{Events: TextDeltas("run_1", 3, 2), Runs: []*bridge.Run{&ended}, Messages: []bridge.Message{answer}})
 	diff(t, "run after a good batch", &ended, mustGetRun(t, s, "run_1"))
+}
+
+// testCommitCreates: a batch may create a session and a run and hold their
+// first messages and events; a batch whose creation fails writes nothing.
+func testCommitCreates(t *testing.T, s bridge.Store) {
+	ctx := t.Context()
+	sess := &bridge.Session{ID: "sess_new", Principal: "alice", Created: T0, Updated: T0}
+	r := newRun("run_new", "sess_new", "alice", T0)
+	input := bridge.Message{RunID: "run_new", Created: T0, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}}
+	started := bridge.Event{RunID: "run_new", Seq: 1, Time: T0, Kind: bridge.KindRunStarted, Source: bridge.SourceBridge}
+	mustCommit(t, s, &bridge.Batch{Sessions: []*bridge.Session{sess}, NewRuns: []*bridge.Run{r},
+		Messages: []bridge.Message{input}, Events: []bridge.Event{started}})
+
+	got, err := s.Session(ctx, "sess_new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "session", sess, got)
+	want := *r
+	want.LastSeq = 1
+	diff(t, "run", &want, mustGetRun(t, s, "run_new"))
+	diff(t, "events", []bridge.Event{started}, mustEvents(t, s, "run_new", 0, 0))
+	msgs, _ := mustMessages(t, s, "sess_new", 0, 0)
+	diff(t, "messages", []bridge.Message{input}, msgs, ignoreMessageID)
+
+	// The session exists now: the batch fails whole, its run is not created.
+	r2 := newRun("run_other", "sess_new", "alice", T0)
+	err = s.Commit(ctx, &bridge.Batch{Sessions: []*bridge.Session{sess}, NewRuns: []*bridge.Run{r2},
+		Events: []bridge.Event{{RunID: "run_other", Seq: 1, Time: T0, Kind: bridge.KindRunStarted}}})
+	if bridge.ErrorCode(err) != bridge.CodeConflict {
+		t.Errorf("creating an existing session: %v, want conflict", err)
+	}
+	if _, err := s.Run(ctx, "run_other"); bridge.ErrorCode(err) != bridge.CodeNotFound {
+		t.Errorf("the failed batch's run exists: %v", err)
+	}
 }
 
 func testMessages(t *testing.T, s bridge.Store) {

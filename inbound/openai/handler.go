@@ -139,15 +139,19 @@ func streamOptions(run *bridge.Run, model string) wire.StreamOptions {
 // complete answers a non-streaming request with one chat.completion.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
 	acc := wire.NewAccumulator(opt)
+	var final *bridge.Final
 	for ev, err := range events {
 		if err != nil {
 			h.streamGone(r, run, err)
 			return
 		}
+		if ev.Kind == bridge.KindFinal {
+			final = ev.Final
+		}
 		acc.Add(&ev)
 	}
 	body, err := acc.Response()
-	dropped := h.dropped(r.Context(), run.ID, acc.Dropped())
+	dropped := h.dropped(r.Context(), run.ID, final, acc.Dropped())
 	inbound.SetDropped(w.Header(), dropped)
 	if err != nil {
 		h.WriteError(w, err)
@@ -194,7 +198,11 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	sw := inbound.NewSSEWriter(w)
 	w.WriteHeader(http.StatusOK)
 	enc := wire.NewStreamEncoder(sw, opt)
+	var final *bridge.Final
 	for ev := range held {
+		if ev.Kind == bridge.KindFinal {
+			final = ev.Final
+		}
 		if err := enc.Encode(&ev); err != nil {
 			return
 		}
@@ -208,12 +216,15 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 			h.streamGone(r, run, err)
 			return
 		}
+		if ev.Kind == bridge.KindFinal {
+			final = ev.Final
+		}
 		if err := enc.Encode(&ev); err != nil {
 			return // the client went away
 		}
 	}
 	_ = enc.Close()
-	dropped := h.dropped(r.Context(), run.ID, enc.Dropped())
+	dropped := h.dropped(r.Context(), run.ID, final, enc.Dropped())
 	inbound.SetDroppedTrailer(w.Header(), dropped)
 }
 
@@ -237,17 +248,12 @@ func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
 
 // dropped records what the encoder dropped on the run and returns the run's
 // whole list.
-func (h *Handler) dropped(ctx context.Context, runID string, enc []string) []string {
-	if len(enc) > 0 {
-		if err := h.cfg.Engine.RecordDropped(context.WithoutCancel(ctx), runID, enc); err != nil {
-			h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
-		}
-	}
-	run, err := h.cfg.Engine.Run(context.WithoutCancel(ctx), runID)
+func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final, enc []string) []string {
+	all, err := inbound.Dropped(ctx, h.cfg.Engine, runID, final, enc)
 	if err != nil {
-		return enc
+		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
 	}
-	return run.Dropped
+	return all
 }
 
 func finalError(f *bridge.Final) *bridge.Error {

@@ -12,8 +12,8 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// Commit writes b atomically: its events, the changes of its runs and its
-// messages, or nothing. An event whose (RunID, Seq) is already stored fails
+// Commit writes b atomically: its new sessions and runs, its events, the
+// changes of its runs and its messages, or nothing. An event whose (RunID, Seq) is already stored fails
 // the batch with CodeConflict; an event, run or message of a run that does
 // not exist fails it with CodeNotFound.
 //
@@ -24,7 +24,7 @@ import (
 // principal, inbound dialect and Created are fixed when it is created. A message takes the session of its RunID's run and gets the
 // store's clock as Created when that is zero.
 func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
-	if b == nil || len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
+	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
 		return nil
 	}
 	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, b) })
@@ -41,6 +41,19 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 	// goroutine per statement watching a cancellable context. ctx is checked
 	// between chunks instead.
 	sctx := context.WithoutCancel(ctx)
+	for _, sess := range b.Sessions {
+		if err := createSession(sctx, tx, sess); err != nil {
+			return err
+		}
+	}
+	for _, r := range b.NewRuns {
+		if r.Created.IsZero() {
+			r.Created = s.now()
+		}
+		if err := createRun(sctx, tx, r); err != nil {
+			return err
+		}
+	}
 	if len(b.Events) > 0 {
 		st := tx.StmtContext(ctx, s.insertEvent)
 		evs := b.Events

@@ -50,7 +50,13 @@ type Options struct {
 type Store struct {
 	w   *sql.DB // the one writer connection
 	r   *sql.DB // read connections (the writer itself for ":memory:")
+	c   *sql.DB // the checkpointer's connection (nil for ":memory:")
 	now func() time.Time
+
+	// The checkpointer moves WAL pages into the database file off the commit
+	// path: the writer never checkpoints (and never pays the fsync) itself.
+	ckptStop chan struct{}
+	ckptDone chan struct{}
 
 	// wsem is held by the one write transaction in progress; it guards the
 	// scratch state below.
@@ -138,7 +144,43 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	if !memory {
+		c, err := sql.Open("sqlite3", path+"?"+params.Encode())
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		c.SetMaxOpenConns(1)
+		s.c = c
+		if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		s.ckptStop, s.ckptDone = make(chan struct{}), make(chan struct{})
+		go s.checkpointer(checkpointEvery)
+	}
 	return s, nil
+}
+
+// checkpointEvery is how often the checkpointer runs.
+const checkpointEvery = 250 * time.Millisecond
+
+// checkpointer runs passive checkpoints until Close: they copy committed
+// WAL pages into the database without blocking the writer or readers, so
+// the WAL stays short and no commit waits for a checkpoint's fsync.
+func (s *Store) checkpointer(every time.Duration) {
+	defer close(s.ckptDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			// A busy checkpoint is retried at the next tick.
+			_, _ = s.c.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-s.ckptStop:
+			return
+		}
+	}
 }
 
 func cloneValues(v url.Values) url.Values {
@@ -181,6 +223,13 @@ func (s *Store) init(ctx context.Context) error {
 // called while other calls are in progress.
 func (s *Store) Close() error {
 	var errs []error
+	if s.ckptStop != nil {
+		close(s.ckptStop)
+		<-s.ckptDone
+	}
+	if s.c != nil {
+		errs = append(errs, s.c.Close())
+	}
 	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.updateRun, s.bumpLastSeq, s.insertMessage} {
 		if st != nil {
 			errs = append(errs, st.Close())
