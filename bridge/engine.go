@@ -292,6 +292,9 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 	upReq := *req
 	upReq.Messages = transcript
+	if len(req.Instructions) > 0 {
+		upReq.Messages = append(slices.Clone(req.Instructions), transcript...)
+	}
 	upReq.SessionID = sess.ID
 	e.runs.Add(1)
 	go func() {

@@ -161,6 +161,11 @@ type Request struct {
 	// input, which the engine appends to the session's stored transcript.
 	Messages []Message `json:"messages"`
 	Full     bool      `json:"full,omitempty"`
+	// Instructions are put in front of the transcript on every model call
+	// the request makes and are never stored in the session (the
+	// Responses API's instructions, which do not carry over to the next
+	// turn).
+	Instructions []Message `json:"instructions,omitempty"`
 
 	Tools             []Tool      `json:"tools,omitempty"`
 	ToolChoice        *ToolChoice `json:"tool_choice,omitempty"`
