@@ -3,11 +3,12 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -161,77 +162,34 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 	_, _ = w.Write(body)
 }
 
-// item is one event (or the error ending the stream) on its way from the
-// producer to the writer.
-type item struct {
-	ev  bridge.Event
-	err error
-}
-
-// produce ranges over events in a goroutine of its own, so the writer can
-// send pings while the upstream is quiet. It stops when stop is closed (the
-// handler returned) or the stream ends; a panic in the stream ends it with
-// an internal error.
-func (h *Handler) produce(events bridge.Stream, stop <-chan struct{}) <-chan item {
-	out := make(chan item, 16)
-	go func() {
-		defer close(out)
-		defer func() {
-			if p := recover(); p != nil {
-				h.cfg.Logger.Error("run stream panicked", "panic", fmt.Sprint(p))
-				select {
-				case out <- item{err: bridge.Errorf(bridge.CodeInternal, "internal error")}:
-				case <-stop:
-				}
-			}
-		}()
-		for ev, err := range events {
-			select {
-			case out <- item{ev: ev, err: err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return out
-}
-
 // stream answers with SSE frames. Nothing is written until the upstream has
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the status Anthropic uses for it.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
-	stop := make(chan struct{})
-	defer close(stop)
-	items := h.produce(events, stop)
+	next, stop := iter.Pull2(events)
+	defer stop()
 	var held []bridge.Event
-hold:
 	for {
-		var it item
-		var ok bool
-		select {
-		case it, ok = <-items:
-		case <-r.Context().Done():
-			return
+		ev, err, ok := next()
+		if !ok {
+			next = nil
+			break
 		}
-		switch {
-		case !ok:
-			break hold
-		case it.err != nil:
-			h.streamGone(r, run, it.err)
+		if err != nil {
+			h.streamGone(r, run, err)
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 			return
-		case it.ev.Kind == bridge.KindRunStarted || it.ev.Kind == bridge.KindUserMessage:
-			held = append(held, it.ev)
+		}
+		if ev.Kind == bridge.KindRunStarted || ev.Kind == bridge.KindUserMessage {
+			held = append(held, ev)
 			continue
-		case it.ev.Kind == bridge.KindFinal && it.ev.Final != nil && it.ev.Final.Status == bridge.StatusFailed:
+		}
+		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
 			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
-			h.WriteError(w, finalError(it.ev.Final))
+			h.WriteError(w, finalError(ev.Final))
 			return
 		}
-		held = append(held, it.ev)
+		held = append(held, ev)
 		break
 	}
 	// The upstream answered: the run now knows what its outbound dropped.
@@ -239,7 +197,7 @@ hold:
 	if cur, err := h.cfg.Engine.Run(context.WithoutCancel(r.Context()), run.ID); err == nil {
 		dropped = cur.Dropped
 	}
-	h.serveEvents(w, r, run, opt, dropped, held, items, 0)
+	h.serveEvents(w, r, run, opt, dropped, held, next, 0)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -261,7 +219,7 @@ func (g *gate) Write(p []byte) (int, error) {
 // encoder first renders the run's events up to seq prefix without writing
 // them, so the stream goes on exactly where the client's left off.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, items <-chan item, prefix int64) {
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64) {
 	inbound.SetDropped(w.Header(), dropped)
 	sw := inbound.NewSSEWriter(w)
 	g := &gate{w: sw, open: prefix <= 0}
@@ -271,39 +229,79 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		g.open = true
 	}
 	w.WriteHeader(http.StatusOK)
+	p := newPinger(enc, h.cfg.PingInterval)
+	defer p.close()
 	for i := range held {
-		if err := enc.Encode(&held[i]); err != nil {
+		if err := p.encode(&held[i]); err != nil {
 			return
 		}
 	}
-	ping := time.NewTimer(h.cfg.PingInterval)
-	defer ping.Stop()
-	for items != nil {
-		select {
-		case it, ok := <-items:
-			if !ok {
-				items = nil
-				continue
-			}
-			if it.err != nil {
-				h.streamGone(r, run, it.err)
-				return
-			}
-			if err := enc.Encode(&it.ev); err != nil {
-				return // the client went away
-			}
-			ping.Reset(h.cfg.PingInterval)
-		case <-ping.C:
-			if err := enc.Ping(); err != nil {
-				return
-			}
-			ping.Reset(h.cfg.PingInterval)
-		case <-r.Context().Done():
+	for next != nil {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.streamGone(r, run, err)
 			return
 		}
+		if err := p.encode(&ev); err != nil {
+			return // the client went away
+		}
 	}
+	p.close()
 	_ = enc.Close()
 	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, enc.Dropped()))
+}
+
+// pinger writes a ping when the stream has been silent for the interval.
+// The ping is written from the timer's goroutine while the handler waits
+// for the next event; a mutex keeps it and the handler's frames apart, and
+// after close nothing more is written. So the hot path has no goroutine
+// hand-off: an event goes from the engine to the connection on the
+// handler's goroutine.
+type pinger struct {
+	mu     sync.Mutex
+	enc    *wire.StreamEncoder
+	every  time.Duration
+	t      *time.Timer
+	closed bool
+}
+
+func newPinger(enc *wire.StreamEncoder, every time.Duration) *pinger {
+	p := &pinger{enc: enc, every: every}
+	p.t = time.AfterFunc(every, p.ping)
+	return p
+}
+
+func (p *pinger) ping() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.enc.Ping() == nil {
+		p.t.Reset(p.every)
+	}
+}
+
+// encode writes ev's frames and restarts the silence.
+func (p *pinger) encode(ev *bridge.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.enc.Encode(ev)
+	if !p.closed {
+		p.t.Reset(p.every)
+	}
+	return err
+}
+
+// close stops the pings; it is idempotent.
+func (p *pinger) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.t.Stop()
 }
 
 // replayPrefix feeds the encoder the run's events up to seq upTo.
@@ -332,29 +330,24 @@ func (h *Handler) replayPrefix(r *http.Request, run *bridge.Run, enc *wire.Strea
 // sent, so block indices and the open block carry on, and the remaining
 // frames are byte for byte the ones the live stream had.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
-	stop := make(chan struct{})
-	defer close(stop)
-	items := h.produce(events, stop)
+	next, stop := iter.Pull2(events)
+	defer stop()
 	opt := streamOptions(run, "")
 	var held []bridge.Event
 	var prefix int64
-	select {
-	case it, ok := <-items:
-		switch {
-		case !ok:
-			items = nil
-		case it.err != nil:
-			h.streamGone(r, run, it.err)
-			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
-			return
-		default:
-			held = append(held, it.ev)
-			prefix = it.ev.Seq - 1
-		}
-	case <-r.Context().Done():
+	ev, err, ok := next()
+	switch {
+	case !ok:
+		next = nil
+	case err != nil:
+		h.streamGone(r, run, err)
+		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 		return
+	default:
+		held = append(held, ev)
+		prefix = ev.Seq - 1
 	}
-	h.serveEvents(w, r, run, opt, run.Dropped, held, items, prefix)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix)
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the upstream's count
