@@ -86,10 +86,17 @@ func TestOpenAIOverA2A(t *testing.T) {
 	// An edited history: a new context, carrying the earlier turns.
 	edited := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("hello EDITED"),
 		openai.AssistantMessage(first), openai.UserMessage("again")}
-	third, resp := streamText(t, ctx, c, edited)
-	if third != "answer number C" {
+	// Not streamed, so the header says it (a stream says it in a trailer,
+	// which an SDK stopping at [DONE] does not read).
+	var hresp *http.Response
+	done, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "agent", Messages: edited}, option.WithResponseInto(&hresp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third := done.Choices[0].Message.Content; third != "answer number C" {
 		t.Fatalf("third answer %q", third)
 	}
+	resp = hresp
 	got = agent.Received()
 	if got[2].ContextID == got[0].ContextID || !strings.Contains(got[2].Text, "hello EDITED") || !strings.Contains(got[2].Text, "again") {
 		t.Errorf("edited history: message %q in context %q (first context %q)", got[2].Text, got[2].ContextID, got[0].ContextID)

@@ -657,14 +657,21 @@ func (a *fakeAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMe
 	w.WriteHeader(http.StatusOK)
 	fl := w.(http.Flusher)
 	seq := 0
-	write := func(result string) bool {
-		if call.delay > 0 {
+	head := fmt.Sprintf(`"taskId":%q,"contextId":%q`, task, contextID)
+	delay := call.delay
+	var write func(result string) bool
+	write = func(result string) bool {
+		if delay > 0 {
 			select {
-			case <-time.After(call.delay):
+			case <-time.After(delay):
 			case <-ctx.Done():
 				a.mu.Lock()
 				a.stopped[task] = true
 				a.mu.Unlock()
+				if r.Context().Err() == nil { // tasks/cancel: the stream ends canceled, as a2a-go's does
+					delay = 0
+					write(`{"kind":"status-update",` + head + `,"status":{"state":"canceled"},"final":true}`)
+				}
 				return false
 			}
 		}
@@ -675,7 +682,6 @@ func (a *fakeAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMe
 		fl.Flush()
 		return true
 	}
-	head := fmt.Sprintf(`"taskId":%q,"contextId":%q`, task, contextID)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	if !write(fmt.Sprintf(`{"kind":"task","id":%q,"contextId":%q,"status":{"state":"submitted"},"history":[]}`, task, contextID)) ||
 		!write(`{"kind":"status-update",`+head+`,"status":{"state":"working"},"final":false}`) {

@@ -410,6 +410,14 @@ func (k *call) events(yield func(bridge.Event, error) bool) {
 			return
 		}
 		// The stream broke (or ended) before the task's outcome.
+		if k.cancelRequested.Load() {
+			// The bridge canceled the task: the agent closing its stream
+			// is the cancel taking effect, not a break to resume.
+			f := bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCancelled,
+				Reason: "the upstream task was canceled"}}
+			yield(f, nil)
+			return
+		}
 		if k.dec.TaskID == "" || resumes >= k.c.cfg.MaxResumes {
 			if err == io.EOF {
 				err = bridge.Errorf(bridge.CodeUpstream, "upstream %s ended its stream before the task's outcome", k.c.cfg.Name)
