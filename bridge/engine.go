@@ -683,10 +683,25 @@ func (e *Engine) emit(lr *liveRun, ev Event) bool {
 	if lr.failed() {
 		return false
 	}
+	p := &pending{lr: lr, ev: ev}
+	if !lr.contentSeen && carriesContent(ev.Kind) {
+		// The first thing a client sees of the run: commit it without
+		// waiting for a batch of the deltas queued behind it.
+		lr.contentSeen, p.urgent = true, true
+	}
 	lr.emitMu.Lock()
-	e.enqueue(lr, &pending{lr: lr, ev: ev})
+	e.enqueue(lr, p)
 	lr.emitMu.Unlock()
 	return true
+}
+
+// carriesContent reports whether an event of kind k is one a client shows.
+func carriesContent(k Kind) bool {
+	switch k {
+	case KindTextDelta, KindReasoningDelta, KindToolCallStarted, KindArtifact, KindToolResult, KindError:
+		return true
+	}
+	return false
 }
 
 // enqueue gives p's event the run's next seq and queues it. The caller

@@ -21,6 +21,8 @@ type liveRun struct {
 	emitMu sync.Mutex
 	seq    int64 // last seq assigned; guarded by emitMu
 
+	contentSeen bool // the run has emitted an event a client shows; pump only
+
 	mu        sync.Mutex
 	run       *Run    // guarded by mu once the pump started
 	events    []Event // committed, events[i].Seq == base+i+1
@@ -205,10 +207,14 @@ type pending struct {
 	run        *Run
 	msgs       []Message
 	done       chan error
+	// urgent ends the batch: a run's first visible event is committed at
+	// once rather than with the deltas queued behind it.
+	urgent bool
 }
 
 // writer commits queued events in batches: it takes whatever is queued, up
-// to maxBatch events, in one transaction, so an idle bridge adds no delay
+// to maxBatch events or a run's first visible event, in one transaction,
+// so an idle bridge adds no delay
 // and a busy one pays one transaction per batch rather than per event.
 // Only after the commit are the events published to followers.
 func (e *Engine) writer() {
@@ -219,7 +225,7 @@ func (e *Engine) writer() {
 	for first := range e.queue {
 		batch = append(batch[:0], first)
 	drain:
-		for len(batch) < e.maxBatch {
+		for len(batch) < e.maxBatch && !batch[len(batch)-1].urgent {
 			select {
 			case p, ok := <-e.queue:
 				if !ok {

@@ -17,7 +17,8 @@ import (
 // the batch with CodeConflict; an event, run or message of a run that does
 // not exist fails it with CodeNotFound.
 //
-// Each run's LastSeq becomes the highest seq the store holds for it. For a
+// A running run's LastSeq is the highest seq the store holds for it; the
+// update that ends a run writes its LastSeq. For a
 // run in b.Runs, Commit writes Outbound, Upstream, Model (a continued run
 // may go to another upstream), Status, StopReason, Reason, Usage, Dropped,
 // TraceID, UpstreamRunID and Finished; its session, client run id,
@@ -33,16 +34,13 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 // commit is Commit's body. It runs under wsem, so it may use the scratch
 // state of s.
 func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
-	seqs := s.seqs[:0]
-	defer func() { s.seqs = seqs[:0] }()
-
 	// The transaction, begun with ctx, is rolled back when ctx ends; the
 	// statements themselves run without it, since the driver spends a
 	// goroutine per statement watching a cancellable context. ctx is checked
 	// between chunks instead.
 	sctx := context.WithoutCancel(ctx)
 	for _, sess := range b.Sessions {
-		if err := createSession(sctx, tx, sess); err != nil {
+		if err := s.createSession(sctx, tx, sess); err != nil {
 			return err
 		}
 	}
@@ -50,7 +48,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		if r.Created.IsZero() {
 			r.Created = s.now()
 		}
-		if err := createRun(sctx, tx, r); err != nil {
+		if err := s.createRun(sctx, tx, r); err != nil {
 			return err
 		}
 	}
@@ -74,9 +72,6 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 				return err
 			}
 		}
-		for i := range b.Events {
-			seqs = noteSeq(seqs, b.Events[i].RunID, b.Events[i].Seq)
-		}
 	}
 	if len(b.Runs) > 0 {
 		st := tx.StmtContext(ctx, s.updateRun)
@@ -86,14 +81,9 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 			}
 		}
 	}
-	if len(seqs) > 0 {
-		st := tx.StmtContext(ctx, s.bumpLastSeq)
-		for _, rs := range seqs {
-			if _, err := st.ExecContext(sctx, rs.seq, rs.run); err != nil {
-				return fmt.Errorf("update run id=%s last_seq=%d: %w", rs.run, rs.seq, err)
-			}
-		}
-	}
+	// A run's row is not touched for its events (one page less per commit):
+	// while it runs, its last seq is read from its events (runSelect); the
+	// update that ends it writes it.
 	if len(b.Messages) > 0 {
 		st := tx.StmtContext(ctx, s.insertMessage)
 		now := s.now()
@@ -104,18 +94,6 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		}
 	}
 	return nil
-}
-
-// noteSeq records seq as the highest seen for run. A batch holds events of
-// few runs, so a linear scan beats a map.
-func noteSeq(seqs []runSeq, run string, seq int64) []runSeq {
-	for i := len(seqs) - 1; i >= 0; i-- {
-		if seqs[i].run == run {
-			seqs[i].seq = max(seqs[i].seq, seq)
-			return seqs
-		}
-	}
-	return append(seqs, runSeq{run: run, seq: seq})
 }
 
 // appendEvent inserts e with the insertEvent statement st. It encodes e into

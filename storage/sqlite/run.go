@@ -11,9 +11,19 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// runColumns is the column list scanRun reads.
+// runColumns is the column list of a run row.
 const runColumns = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
 	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render`
+
+// runSelect is the list scanRun reads. Commits of events do not touch the
+// run's row (one page less written per commit), so a run still running
+// takes its last seq from its events; an ended run's row has it.
+const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished,
+	CASE WHEN status = 'running'
+		THEN max(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		ELSE last_seq END,
+	render`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 // CodeConflict if r's id is taken. A zero
@@ -31,7 +41,7 @@ func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Mes
 		r.Created = s.now()
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		if err := createRun(ctx, tx, r); err != nil {
+		if err := s.createRun(ctx, tx, r); err != nil {
 			return err
 		}
 		st := tx.StmtContext(ctx, s.insertMessage)
@@ -44,7 +54,7 @@ func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Mes
 	})
 }
 
-func createRun(ctx context.Context, tx *sql.Tx, r *bridge.Run) error {
+func (s *Store) createRun(ctx context.Context, tx *sql.Tx, r *bridge.Run) error {
 	usage, err := json.Marshal(&r.Usage)
 	if err != nil {
 		return fmt.Errorf("create run id=%s: usage: %w", r.ID, err)
@@ -53,8 +63,7 @@ func createRun(ctx context.Context, tx *sql.Tx, r *bridge.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run id=%s: dropped: %w", r.ID, err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.StmtContext(ctx, s.insertRun).ExecContext(ctx,
 		r.ID, r.SessionID, r.ClientRunID, r.Principal, r.Inbound, r.Outbound, r.Upstream, r.Model,
 		string(r.Status), string(r.StopReason), r.Reason, usage, dropped, r.TraceID, r.UpstreamRunID,
 		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render))
@@ -72,7 +81,7 @@ func (s *Store) Run(ctx context.Context, id string) (*bridge.Run, error) {
 	var r *bridge.Run
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
-		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runSelect+` FROM runs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", id)
 		}
@@ -94,7 +103,7 @@ func (s *Store) RunByClientID(ctx context.Context, principal, clientRunID string
 	var r *bridge.Run
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
-		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs
+		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runSelect+` FROM runs
 			WHERE principal = ? AND client_run_id = ? ORDER BY created DESC, rowid DESC LIMIT 1`, principal, clientRunID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return bridge.Errorf(bridge.CodeNotFound, "run with client run id %q of principal %q not found", clientRunID, principal)
@@ -122,7 +131,7 @@ func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
-	q := `SELECT ` + runColumns + ` FROM runs`
+	q := `SELECT ` + runSelect + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -162,7 +171,7 @@ func limitArg(n int) int64 {
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-// scanRun reads the runColumns of one row.
+// scanRun reads the runSelect of one row.
 func scanRun(sc scanner) (*bridge.Run, error) {
 	var (
 		r                 bridge.Run

@@ -21,12 +21,11 @@ func (s *Store) CreateSession(ctx context.Context, sess *bridge.Session) error {
 	if sess.Updated.IsZero() {
 		sess.Updated = sess.Created
 	}
-	return s.write(ctx, func(tx *sql.Tx) error { return createSession(ctx, tx, sess) })
+	return s.write(ctx, func(tx *sql.Tx) error { return s.createSession(ctx, tx, sess) })
 }
 
-func createSession(ctx context.Context, tx *sql.Tx, sess *bridge.Session) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, principal, created, updated, state)
-		VALUES (?, ?, ?, ?, CAST(? AS TEXT))`,
+func (s *Store) createSession(ctx context.Context, tx *sql.Tx, sess *bridge.Session) error {
+	_, err := tx.StmtContext(ctx, s.insertSession).ExecContext(ctx,
 		sess.ID, sess.Principal, unixNano(sess.Created), unixNano(sess.Updated), nullBytes(sess.State))
 	if isDuplicate(err) {
 		return bridge.Errorf(bridge.CodeConflict, "session %q exists", sess.ID)

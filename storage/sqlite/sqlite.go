@@ -66,21 +66,15 @@ type Store struct {
 	insertEvent   *sql.Stmt
 	insertEvents  *sql.Stmt // eventChunk rows at once
 	updateRun     *sql.Stmt
-	bumpLastSeq   *sql.Stmt
+	insertRun     *sql.Stmt
+	insertSession *sql.Stmt
 	insertMessage *sql.Stmt
 
 	// Scratch state of Commit, reused across batches (guarded by wsem).
 	buf  bytes.Buffer
 	enc  *json.Encoder
-	seqs []runSeq
 	args []any
 	ends []int
-}
-
-// runSeq is the highest seq a batch holds for one run.
-type runSeq struct {
-	run string
-	seq int64
 }
 
 // Open opens (creating it if needed) the database file at path, applies the
@@ -213,7 +207,10 @@ func (s *Store) init(ctx context.Context) error {
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
 		finished = ?, last_seq = max(last_seq, ?)
 		WHERE id = ?`)
-	prepare(&s.bumpLastSeq, `UPDATE runs SET last_seq = max(last_seq, ?) WHERE id = ?`)
+	prepare(&s.insertRun, `INSERT INTO runs (`+runColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
+	prepare(&s.insertSession, `INSERT INTO sessions (id, principal, created, updated, state)
+		VALUES (?, ?, ?, ?, CAST(? AS TEXT))`)
 	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created)
 		SELECT session_id, id, ?, CAST(? AS TEXT), ?, ? FROM runs WHERE id = ?`)
 	return err
@@ -230,7 +227,7 @@ func (s *Store) Close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.updateRun, s.bumpLastSeq, s.insertMessage} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
