@@ -178,9 +178,7 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request) {
 	if verr != nil {
 		out := make([][]byte, 0, len(reqs))
 		for i := range reqs {
-			if !reqs[i].Notification() {
-				out = append(out, wire.AppendError(nil, reqs[i].ID, verr, wire.V03))
-			}
+			out = append(out, wire.AppendError(nil, reqs[i].ID, verr, wire.V03))
 		}
 		h.writeResponses(w, out, batch)
 		return
@@ -192,8 +190,7 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request) {
 	out := make([][]byte, 0, len(reqs))
 	for i := range reqs {
 		c := &call{req: &reqs[i], v: v, r: r}
-		res := h.unary(r.Context(), c, batch)
-		if !reqs[i].Notification() {
+		if res, answer := h.unary(r.Context(), c, batch); answer {
 			out = append(out, res)
 		}
 	}
@@ -234,17 +231,23 @@ func (h *Handler) writeResponses(w http.ResponseWriter, out [][]byte, batch bool
 }
 
 // unary answers a request that is not streamed (or is in a batch, or is a
-// notification) with one JSON-RPC response.
-func (h *Handler) unary(ctx context.Context, c *call, batch bool) []byte {
+// notification) with one JSON-RPC response; answer is false for a
+// notification carried out.
+//
+// A notification that is carried out gets no response, as JSON-RPC says;
+// one that cannot be (an unknown method, bad params) is answered with its
+// error, id null, as A2A servers do and the A2A TCK requires: a client
+// that left out the id by mistake learns why nothing happened.
+func (h *Handler) unary(ctx context.Context, c *call, batch bool) (res []byte, answer bool) {
 	req := c.req
 	if req.Err != nil {
-		return wire.AppendError(nil, req.ID, req.Err, c.v)
+		return wire.AppendError(nil, req.ID, req.Err, c.v), true
 	}
 	result, err := h.method(ctx, c, batch)
 	if err != nil {
-		return wire.AppendError(nil, req.ID, h.rpcError(err), c.v)
+		return wire.AppendError(nil, req.ID, h.rpcError(err), c.v), true
 	}
-	return wire.AppendResult(nil, req.ID, result)
+	return wire.AppendResult(nil, req.ID, result), !req.Notification()
 }
 
 // rpcError turns any error into a JSON-RPC error; unexpected ones are

@@ -336,9 +336,21 @@ func TestBatchAndNotifications(t *testing.T) {
 	if len(s.up.Requests()) != before+1 {
 		t.Errorf("the notification's message did not reach the upstream")
 	}
-	resp, _ = s.post(t, `[{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"x"}},{"jsonrpc":"2.0","method":"nope"}]`)
+	resp, _ = s.post(t, `[{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"`+done+`"}},{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"`+done+`"}}]`)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("a batch of notifications got %d, want 204", resp.StatusCode)
+	}
+	// A notification that cannot be carried out is answered with its
+	// error (id null), as the A2A TCK requires.
+	for body, code := range map[string]int{
+		`{"jsonrpc":"2.0","method":"message/ssend","params":{}}`:                -32601,
+		`{"jsonrpc":"2.0","method":"message/send","params":{"":"not_a_dict"}}`:  -32602,
+		`{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"no-such-task"}}`: -32001,
+	} {
+		_, out := s.post(t, body)
+		if r := decodeResponse(t, out); r.Error == nil || r.Error.Code != code || string(r.ID) != "null" {
+			t.Errorf("%s: got %s, want error %d with id null", body, out, code)
+		}
 	}
 }
 
