@@ -1,0 +1,148 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+func isBridgeError(err error) bool {
+	var be *bridge.Error
+	return errors.As(err, &be)
+}
+
+// corpusBodies returns the bodies of the official SDK's captured requests,
+// when the corpus is beside the checkout.
+func corpusBodies() [][]byte {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", "openai-responses", "client", "*.http"))
+	var out [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if _, body, ok := bytes.Cut(b, []byte("\n\n")); ok {
+			out = append(out, body)
+		} else if _, body, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok {
+			out = append(out, body)
+		}
+	}
+	return out
+}
+
+// FuzzDecodeRequest: no input panics; every error is a *bridge.Error; the
+// echo is a JSON object; what decodes encodes to valid JSON, which decodes
+// again.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, b := range corpusBodies() {
+		f.Add(b)
+	}
+	files, _ := filepath.Glob("testdata/request_*.txtar")
+	for _, path := range files {
+		a := readArchive(f, path)
+		if b, ok := a.file("request.json"); ok {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","summary":[{"text":"a"},{"text":"b"}]},{"type":"function_call","call_id":"c","name":"f","arguments":{"a":1}}]}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"web_search_call","id":"ws"},{"role":"user","content":[{"type":"input_audio"}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeRequest(body)
+		if err != nil {
+			if !isBridgeError(err) {
+				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+			}
+			return
+		}
+		if !json.Valid(r.Echo) || r.Echo[0] != '{' {
+			t.Fatalf("echo is not a JSON object: %s", r.Echo)
+		}
+		for _, it := range r.Input {
+			if !json.Valid(it) {
+				t.Fatalf("input item is not JSON: %s", it)
+			}
+		}
+		out, _, err := EncodeRequest(r.Hub, EncodeOptions{})
+		if err != nil {
+			t.Fatalf("EncodeRequest of a decoded request: %v", err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("EncodeRequest made invalid JSON: %s", out)
+		}
+		if len(r.Hub.Messages) == 0 {
+			return
+		}
+		if _, err := DecodeRequest(out); err != nil {
+			t.Fatalf("DecodeRequest(EncodeRequest(req)): %v\nin:  %s\nout: %s", err, body, out)
+		}
+	})
+}
+
+// FuzzDecodeStream: no upstream stream panics; errors are *bridge.Errors
+// and end the stream; the events encode, and the encoder's frames are
+// each a JSON object with a sequence_number.
+func FuzzDecodeStream(f *testing.F) {
+	files, _ := filepath.Glob("testdata/stream_*.txtar")
+	for _, path := range files {
+		a := readArchive(f, path)
+		if b, ok := a.file("upstream.sse"); ok {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\"}}\n\n"))
+	f.Fuzz(func(t *testing.T, sse []byte) {
+		var events []bridge.Event
+		failed := false
+		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
+			if failed {
+				t.Fatalf("an event after the error: %+v", ev)
+			}
+			if err != nil {
+				if !isBridgeError(err) {
+					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
+				}
+				failed = true
+				continue
+			}
+			events = append(events, ev)
+		}
+		if failed {
+			events = append(events, bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Reason: "x"}})
+		}
+		var b bytes.Buffer
+		enc := NewStreamEncoder(&b, goldenOptions)
+		acc := NewAccumulator(goldenOptions)
+		for i := range events {
+			ev := events[i]
+			ev.RunID, ev.Seq = goldenRun, int64(i+1)
+			if err := enc.Encode(&ev); err != nil {
+				t.Fatal(err)
+			}
+			acc.Add(&ev)
+		}
+		if !json.Valid(acc.Response("in_progress")) {
+			t.Fatalf("invalid response: %s", acc.Response("in_progress"))
+		}
+		n := int64(0)
+		for _, frame := range bytes.Split(b.Bytes(), []byte("\n\n")) {
+			for _, line := range bytes.Split(frame, []byte("\n")) {
+				data, ok := bytes.CutPrefix(line, []byte("data: "))
+				if !ok {
+					continue
+				}
+				var ev struct {
+					Seq *int64 `json:"sequence_number"`
+				}
+				if err := json.Unmarshal(data, &ev); err != nil || ev.Seq == nil || *ev.Seq != n {
+					t.Fatalf("frame %d: %v: %s", n, err, data)
+				}
+				n++
+			}
+		}
+	})
+}
