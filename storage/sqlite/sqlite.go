@@ -205,7 +205,8 @@ func (s *Store) init(ctx context.Context) error {
 		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
-		finished = ?, last_seq = max(last_seq, ?)
+		finished = ?,
+		last_seq = max(last_seq, ?, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
 		WHERE id = ?`)
 	prepare(&s.insertRun, `INSERT INTO runs (`+runColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
