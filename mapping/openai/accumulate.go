@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Accumulator folds a run's events into one non-streaming chat.completion
@@ -154,56 +155,56 @@ func (a *Accumulator) Response() ([]byte, error) {
 		a.dropped = addDropped(a.dropped, drop)
 	}
 
-	msg := newObj()
-	msg.str("role", "assistant")
+	msg := wire.NewObj()
+	msg.Str("role", "assistant")
 	if a.content.Len() > 0 {
-		msg.str("content", a.content.String())
+		msg.Str("content", a.content.String())
 	} else {
-		msg.raw("content", []byte("null"))
+		msg.Raw("content", []byte("null"))
 	}
 	if a.refusal.Len() > 0 {
-		msg.str("refusal", a.refusal.String())
+		msg.Str("refusal", a.refusal.String())
 	} else {
-		msg.raw("refusal", []byte("null"))
+		msg.Raw("refusal", []byte("null"))
 	}
 	if a.reasoning.Len() > 0 {
-		msg.str("reasoning_content", a.reasoning.String())
+		msg.Str("reasoning_content", a.reasoning.String())
 	}
 	if len(a.calls) > 0 {
-		msg.key("tool_calls")
-		msg.b = append(msg.b, '[')
+		msg.Key("tool_calls")
+		msg.B = append(msg.B, '[')
 		for i := range a.calls {
 			c := a.calls[i]
 			if i > 0 {
-				msg.b = append(msg.b, ',')
+				msg.B = append(msg.B, ',')
 			}
-			f := newObj()
-			f.str("name", c.name)
-			f.str("arguments", c.args.String())
-			t := newObj()
-			t.str("id", c.id)
-			t.str("type", "function")
-			t.raw("function", f.end())
-			msg.b = append(msg.b, t.end()...)
+			f := wire.NewObj()
+			f.Str("name", c.name)
+			f.Str("arguments", c.args.String())
+			t := wire.NewObj()
+			t.Str("id", c.id)
+			t.Str("type", "function")
+			t.Raw("function", f.End())
+			msg.B = append(msg.B, t.End()...)
 		}
-		msg.b = append(msg.b, ']')
+		msg.B = append(msg.B, ']')
 	}
 
-	choice := newObj()
-	choice.int("index", 0)
-	choice.raw("message", msg.end())
-	choice.raw("logprobs", []byte("null"))
-	choice.str("finish_reason", reason)
+	choice := wire.NewObj()
+	choice.Int("index", 0)
+	choice.Raw("message", msg.End())
+	choice.Raw("logprobs", []byte("null"))
+	choice.Str("finish_reason", reason)
 
-	w := newObj()
-	w.str("id", a.opt.ID)
-	w.str("object", "chat.completion")
-	w.int("created", a.opt.Created)
-	w.str("model", a.opt.Model)
-	w.key("choices")
-	w.b = append(w.b, '[')
-	w.b = append(w.b, choice.end()...)
-	w.b = append(w.b, ']')
-	w.raw("usage", appendUsage(nil, &a.usage))
-	return w.end(), nil
+	w := wire.NewObj()
+	w.Str("id", a.opt.ID)
+	w.Str("object", "chat.completion")
+	w.Int("created", a.opt.Created)
+	w.Str("model", a.opt.Model)
+	w.Key("choices")
+	w.B = append(w.B, '[')
+	w.B = append(w.B, choice.End()...)
+	w.B = append(w.B, ']')
+	w.Raw("usage", appendUsage(nil, &a.usage))
+	return w.End(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // reservedFields are written by EncodeRequest itself; an Extra entry of the
@@ -54,73 +55,73 @@ func (e *reqEncoder) drop(s string) { e.dropped = append(e.dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
 	req := e.req
-	w := newObj()
-	w.str("model", req.Model)
+	w := wire.NewObj()
+	w.Str("model", req.Model)
 
-	w.key("messages")
-	w.b = append(w.b, '[')
+	w.Key("messages")
+	w.B = append(w.B, '[')
 	for i := range req.Messages {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
 		m, err := e.message(&req.Messages[i], i)
 		if err != nil {
 			return nil, err
 		}
-		w.b = append(w.b, m...)
+		w.B = append(w.B, m...)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 
 	if len(req.Tools) > 0 {
-		w.key("tools")
-		w.b = append(w.b, '[')
+		w.Key("tools")
+		w.B = append(w.B, '[')
 		for i := range req.Tools {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
 			t, err := tool(&req.Tools[i], i)
 			if err != nil {
 				return nil, err
 			}
-			w.b = append(w.b, t...)
+			w.B = append(w.B, t...)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	}
 	if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {
 		case bridge.ToolChoiceAuto, bridge.ToolChoiceNone, bridge.ToolChoiceRequired:
-			w.str("tool_choice", string(tc.Mode))
+			w.Str("tool_choice", string(tc.Mode))
 		case bridge.ToolChoiceTool:
-			f := newObj()
-			f.str("name", tc.Name)
-			c := newObj()
-			c.str("type", "function")
-			c.raw("function", f.end())
-			w.raw("tool_choice", c.end())
+			f := wire.NewObj()
+			f.Str("name", tc.Name)
+			c := wire.NewObj()
+			c.Str("type", "function")
+			c.Raw("function", f.End())
+			w.Raw("tool_choice", c.End())
 		default:
 			e.drop("tool_choice:" + string(tc.Mode))
 		}
 	}
 	if req.ParallelToolCalls != nil {
-		w.bool("parallel_tool_calls", *req.ParallelToolCalls)
+		w.Bool("parallel_tool_calls", *req.ParallelToolCalls)
 	}
 
-	w.bool("stream", true)
-	so := newObj()
-	so.bool("include_usage", true)
+	w.Bool("stream", true)
+	so := wire.NewObj()
+	so.Bool("include_usage", true)
 	if e.same {
-		if raw, ok := req.Extra["stream_options"]; ok && !so.merge(raw) {
+		if raw, ok := req.Extra["stream_options"]; ok && !so.Merge(raw) {
 			e.drop("param:stream_options")
 		}
 	}
-	w.raw("stream_options", so.end())
+	w.Raw("stream_options", so.End())
 
 	e.maxTokens(w)
 	if req.Temperature != nil {
-		w.float("temperature", *req.Temperature)
+		w.Float("temperature", *req.Temperature)
 	}
 	if req.TopP != nil {
-		w.float("top_p", *req.TopP)
+		w.Float("top_p", *req.TopP)
 	}
 	if req.TopK != nil {
 		e.drop("top_k")
@@ -128,46 +129,46 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	switch len(req.Stop) {
 	case 0:
 	case 1:
-		w.str("stop", req.Stop[0])
+		w.Str("stop", req.Stop[0])
 	default:
-		w.key("stop")
-		w.b = append(w.b, '[')
+		w.Key("stop")
+		w.B = append(w.B, '[')
 		for i, s := range req.Stop {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
-			w.b = appendString(w.b, s)
+			w.B = wire.AppendString(w.B, s)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	}
 	if req.Seed != nil {
-		w.int("seed", *req.Seed)
+		w.Int("seed", *req.Seed)
 	}
 	if req.ReasoningEffort != "" {
-		w.str("reasoning_effort", req.ReasoningEffort)
+		w.Str("reasoning_effort", req.ReasoningEffort)
 	}
 	if len(req.ResponseFormat) > 0 {
 		if rf := e.responseFormat(); rf != nil {
-			w.raw("response_format", rf)
+			w.Raw("response_format", rf)
 		}
 	}
 	if len(req.Metadata) > 0 {
-		m := newObj()
-		for _, k := range sortedKeys(req.Metadata) {
-			m.str(k, req.Metadata[k])
+		m := wire.NewObj()
+		for _, k := range wire.SortedKeys(req.Metadata) {
+			m.Str(k, req.Metadata[k])
 		}
-		w.raw("metadata", m.end())
+		w.Raw("metadata", m.End())
 	}
 	if req.User != "" {
-		w.str("user", req.User)
+		w.Str("user", req.User)
 	}
 
-	for _, k := range sortedKeys(req.Extra) {
+	for _, k := range wire.SortedKeys(req.Extra) {
 		if !e.same {
 			e.drop("param:" + k)
 			continue
 		}
-		if reservedFields[k] || w.has(k) {
+		if reservedFields[k] || w.Has(k) {
 			continue
 		}
 		v := req.Extra[k]
@@ -175,31 +176,31 @@ func (e *reqEncoder) encode() ([]byte, error) {
 			e.drop("param:" + k)
 			continue
 		}
-		w.raw(k, compact(v))
+		w.Raw(k, wire.Compact(v))
 	}
-	return w.end(), nil
+	return w.End(), nil
 }
 
 // maxTokens writes the token limit under the key the client used: see
 // keyMaxTokens.
-func (e *reqEncoder) maxTokens(w *objWriter) {
+func (e *reqEncoder) maxTokens(w *wire.ObjWriter) {
 	req := e.req
 	legacy, hasLegacy := req.Extra[keyMaxTokens]
 	if !e.same || !hasLegacy || !json.Valid(legacy) {
 		if req.MaxTokens != nil {
-			w.int("max_completion_tokens", *req.MaxTokens)
+			w.Int("max_completion_tokens", *req.MaxTokens)
 		}
 		return
 	}
-	v, err := strconv.ParseInt(string(compact(legacy)), 10, 64)
+	v, err := strconv.ParseInt(string(wire.Compact(legacy)), 10, 64)
 	switch {
 	case req.MaxTokens == nil:
-		w.raw(keyMaxTokens, compact(legacy))
+		w.Raw(keyMaxTokens, wire.Compact(legacy))
 	case err == nil && v == *req.MaxTokens:
-		w.int(keyMaxTokens, *req.MaxTokens)
+		w.Int(keyMaxTokens, *req.MaxTokens)
 	default: // the client sent both keys, with different values
-		w.int("max_completion_tokens", *req.MaxTokens)
-		w.raw(keyMaxTokens, compact(legacy))
+		w.Int("max_completion_tokens", *req.MaxTokens)
+		w.Raw(keyMaxTokens, wire.Compact(legacy))
 	}
 }
 
@@ -208,21 +209,21 @@ func (e *reqEncoder) maxTokens(w *objWriter) {
 // json_schema) is nested under "json_schema"; anything else is dropped.
 func (e *reqEncoder) responseFormat() []byte {
 	raw := e.req.ResponseFormat
-	o, err := asObject(raw, "")
+	o, err := wire.AsObject(raw, "")
 	if err != nil || !json.Valid(raw) {
 		e.drop("response_format")
 		return nil
 	}
 	var typ string
 	if t, ok := o["type"]; ok {
-		typ, _ = asString(t, "")
+		typ, _ = wire.AsString(t, "")
 	}
 	switch typ {
 	case "text", "json_object":
-		return compact(raw)
+		return wire.Compact(raw)
 	case "json_schema":
 		if _, ok := o["json_schema"]; ok {
-			return compact(raw)
+			return wire.Compact(raw)
 		}
 		inner := make([]string, 0, len(o))
 		for k := range o {
@@ -230,10 +231,10 @@ func (e *reqEncoder) responseFormat() []byte {
 				inner = append(inner, k)
 			}
 		}
-		w := newObj()
-		w.str("type", "json_schema")
-		w.raw("json_schema", rawObject(o, inner))
-		return w.end()
+		w := wire.NewObj()
+		w.Str("type", "json_schema")
+		w.Raw("json_schema", wire.RawObject(o, inner))
+		return w.End()
 	}
 	e.drop("response_format")
 	return nil
@@ -243,24 +244,24 @@ func tool(t *bridge.Tool, i int) ([]byte, error) {
 	if t.Name == "" {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "tools[%d].function.name: required", i)
 	}
-	f := newObj()
-	f.str("name", t.Name)
+	f := wire.NewObj()
+	f.Str("name", t.Name)
 	if t.Description != "" {
-		f.str("description", t.Description)
+		f.Str("description", t.Description)
 	}
 	if len(t.Parameters) > 0 {
 		if !json.Valid(t.Parameters) {
 			return nil, bridge.Errorf(bridge.CodeInvalid, "tools[%d].function.parameters: invalid JSON", i)
 		}
-		f.raw("parameters", compact(t.Parameters))
+		f.Raw("parameters", wire.Compact(t.Parameters))
 	}
 	if t.Strict != nil {
-		f.bool("strict", *t.Strict)
+		f.Bool("strict", *t.Strict)
 	}
-	w := newObj()
-	w.str("type", "function")
-	w.raw("function", f.end())
-	return w.end(), nil
+	w := wire.NewObj()
+	w.Str("type", "function")
+	w.Raw("function", f.End())
+	return w.End(), nil
 }
 
 func (e *reqEncoder) message(m *bridge.Message, i int) ([]byte, error) {
@@ -270,42 +271,42 @@ func (e *reqEncoder) message(m *bridge.Message, i int) ([]byte, error) {
 	default:
 		return nil, bridge.Errorf(bridge.CodeInvalid, "%s.role: unknown role %q", path, m.Role)
 	}
-	w := newObj()
-	w.str("role", string(m.Role))
+	w := wire.NewObj()
+	w.Str("role", string(m.Role))
 	if m.Name != "" {
-		w.str("name", m.Name)
+		w.Str("name", m.Name)
 	}
 	if err := e.content(w, m, path); err != nil {
 		return nil, err
 	}
 	if m.Role == bridge.RoleAssistant && len(m.ToolCalls) > 0 {
-		w.key("tool_calls")
-		w.b = append(w.b, '[')
+		w.Key("tool_calls")
+		w.B = append(w.B, '[')
 		for j := range m.ToolCalls {
 			if j > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
-			w.b = append(w.b, e.toolCall(&m.ToolCalls[j], path+".tool_calls["+strconv.Itoa(j)+"]")...)
+			w.B = append(w.B, e.toolCall(&m.ToolCalls[j], path+".tool_calls["+strconv.Itoa(j)+"]")...)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	} else if len(m.ToolCalls) > 0 {
 		e.drop(path + ".tool_calls")
 	}
 	if m.Role == bridge.RoleTool {
-		w.str("tool_call_id", m.ToolCallID)
+		w.Str("tool_call_id", m.ToolCallID)
 		if m.IsError {
 			e.drop(path + ".is_error")
 		}
 	}
 	e.mergeOpaque(w, m.Opaque, path)
-	return w.end(), nil
+	return w.End(), nil
 }
 
-func (e *reqEncoder) mergeOpaque(w *objWriter, o *bridge.Opaque, path string) {
+func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path string) {
 	if o == nil {
 		return
 	}
-	if o.Dialect != Dialect || !w.merge(o.Data) {
+	if o.Dialect != Dialect || !w.Merge(o.Data) {
 		e.drop(path + ": opaque " + dialectName(o.Dialect) + " data")
 	}
 }
@@ -318,19 +319,19 @@ func dialectName(d string) string {
 }
 
 func (e *reqEncoder) toolCall(tc *bridge.ToolCall, path string) []byte {
-	f := newObj()
-	f.str("name", tc.Name)
-	f.str("arguments", tc.Arguments)
-	w := newObj()
-	w.str("id", tc.ID)
-	w.str("type", "function")
-	w.raw("function", f.end())
+	f := wire.NewObj()
+	f.Str("name", tc.Name)
+	f.Str("arguments", tc.Arguments)
+	w := wire.NewObj()
+	w.Str("id", tc.ID)
+	w.Str("type", "function")
+	w.Raw("function", f.End())
 	e.mergeOpaque(w, tc.Opaque, path)
-	return w.end()
+	return w.End()
 }
 
 // content writes a message's content: see EncodeRequest.
-func (e *reqEncoder) content(w *objWriter, m *bridge.Message, path string) error {
+func (e *reqEncoder) content(w *wire.ObjWriter, m *bridge.Message, path string) error {
 	n := 0 // parts that go on the wire
 	allText := true
 	for i := range m.Parts {
@@ -345,7 +346,7 @@ func (e *reqEncoder) content(w *objWriter, m *bridge.Message, path string) error
 	}
 	switch {
 	case n == 0 && m.NullContent:
-		w.raw("content", []byte("null"))
+		w.Raw("content", []byte("null"))
 		return nil
 	case m.StringContent && allText:
 		var sb strings.Builder
@@ -354,17 +355,17 @@ func (e *reqEncoder) content(w *objWriter, m *bridge.Message, path string) error
 			case bridge.PartText:
 				sb.WriteString(p.Text)
 			case bridge.PartData:
-				sb.Write(compact(p.JSON))
+				sb.Write(wire.Compact(p.JSON))
 			}
 		}
-		w.str("content", sb.String())
+		w.Str("content", sb.String())
 		return nil
 	case n == 0 && (m.Parts == nil || len(m.Parts) > 0):
 		// No content, or only reasoning: leave content out.
 		return nil
 	}
-	w.key("content")
-	w.b = append(w.b, '[')
+	w.Key("content")
+	w.B = append(w.B, '[')
 	first := true
 	for j := range m.Parts {
 		p := &m.Parts[j]
@@ -377,29 +378,29 @@ func (e *reqEncoder) content(w *objWriter, m *bridge.Message, path string) error
 			continue
 		}
 		if !first {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
 		first = false
-		w.b = append(w.b, b...)
+		w.B = append(w.B, b...)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 	return nil
 }
 
 // part renders one content part, or returns nil (and records why) when it
 // has no Chat Completions form.
 func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
-	w := newObj()
+	w := wire.NewObj()
 	switch p.Type {
 	case bridge.PartText:
-		w.str("type", "text")
-		w.str("text", p.Text)
+		w.Str("type", "text")
+		w.Str("text", p.Text)
 	case bridge.PartData:
-		w.str("type", "text")
-		w.str("text", string(compact(p.JSON)))
+		w.Str("type", "text")
+		w.Str("text", string(wire.Compact(p.JSON)))
 	case bridge.PartRefusal:
-		w.str("type", "refusal")
-		w.str("refusal", p.Text)
+		w.Str("type", "refusal")
+		w.Str("refusal", p.Text)
 	case bridge.PartImage:
 		url := p.URL
 		if url == "" && p.Data != "" && p.MediaType != "" {
@@ -409,47 +410,47 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 			e.drop(path + ": image without URL or data")
 			return nil
 		}
-		iu := newObj()
-		iu.str("url", url)
+		iu := wire.NewObj()
+		iu.Str("url", url)
 		if p.Detail != "" {
-			iu.str("detail", p.Detail)
+			iu.Str("detail", p.Detail)
 		}
-		w.str("type", "image_url")
-		w.raw("image_url", iu.end())
+		w.Str("type", "image_url")
+		w.Raw("image_url", iu.End())
 	case bridge.PartAudio:
 		if p.Data == "" {
 			e.drop(path + ": audio without inline data")
 			return nil
 		}
-		a := newObj()
-		a.str("data", p.Data)
+		a := wire.NewObj()
+		a.Str("data", p.Data)
 		if f := audioFormat(p); f != "" {
-			a.str("format", f)
+			a.Str("format", f)
 		}
-		w.str("type", "input_audio")
-		w.raw("input_audio", a.end())
+		w.Str("type", "input_audio")
+		w.Raw("input_audio", a.End())
 	case bridge.PartFile:
-		f := newObj()
+		f := wire.NewObj()
 		if p.FileID != "" {
-			f.str("file_id", p.FileID)
+			f.Str("file_id", p.FileID)
 		}
 		switch {
 		case p.Data != "" && p.MediaType != "":
-			f.str("file_data", dataURL(p.MediaType, p.Data))
+			f.Str("file_data", dataURL(p.MediaType, p.Data))
 		case p.Data != "":
-			f.str("file_data", p.Data)
+			f.Str("file_data", p.Data)
 		case strings.HasPrefix(p.URL, "data:"):
-			f.str("file_data", p.URL)
+			f.Str("file_data", p.URL)
 		}
 		if p.Filename != "" {
-			f.str("filename", p.Filename)
+			f.Str("filename", p.Filename)
 		}
-		if !f.has("file_id") && !f.has("file_data") && p.URL != "" {
+		if !f.Has("file_id") && !f.Has("file_data") && p.URL != "" {
 			e.drop(path + ": file by URL")
 			return nil
 		}
-		w.str("type", "file")
-		w.raw("file", f.end())
+		w.Str("type", "file")
+		w.Raw("file", f.End())
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || !json.Valid(p.Opaque.Data) {
 			d := "unknown"
@@ -459,17 +460,17 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 			e.drop(path + ": opaque " + d + " part")
 			return nil
 		}
-		return compact(p.Opaque.Data)
+		return wire.Compact(p.Opaque.Data)
 	default:
 		e.drop(path + ": " + string(p.Type) + " part")
 		return nil
 	}
 	if p.Opaque != nil {
-		if p.Opaque.Dialect != Dialect || !w.merge(p.Opaque.Data) {
+		if p.Opaque.Dialect != Dialect || !w.Merge(p.Opaque.Data) {
 			e.drop(path + ": opaque " + dialectName(p.Opaque.Dialect) + " data")
 		}
 	}
-	return w.end()
+	return w.End()
 }
 
 // audioFormat is the input_audio format of p: its Format, else one derived

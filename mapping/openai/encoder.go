@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // StreamOptions are the fixed fields of the chunks a StreamEncoder writes and
@@ -77,11 +78,11 @@ func NewStreamEncoder(w io.Writer, opt StreamOptions) *StreamEncoder {
 
 func (e *StreamEncoder) setBase() {
 	b := append(e.base[:0], `{"id":`...)
-	b = appendString(b, e.opt.ID)
+	b = wire.AppendString(b, e.opt.ID)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, e.opt.Created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, e.opt.Model)
+	b = wire.AppendString(b, e.opt.Model)
 	e.base = b
 }
 
@@ -146,7 +147,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		default:
 			e.buf = append(e.buf, `"content":`...)
 		}
-		e.buf = appendString(e.buf, ev.Text)
+		e.buf = wire.AppendString(e.buf, ev.Text)
 		return e.end("")
 	case bridge.KindReasoningDelta:
 		if ev.Signature != "" {
@@ -161,7 +162,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		e.begin(ev)
 		e.role(true)
 		e.buf = append(e.buf, `"reasoning_content":`...)
-		e.buf = appendString(e.buf, ev.Text)
+		e.buf = wire.AppendString(e.buf, ev.Text)
 		return e.end("")
 	case bridge.KindToolCallStarted, bridge.KindToolCallDelta, bridge.KindToolCallDone:
 		if ev.Source == bridge.SourceAgent {
@@ -231,7 +232,7 @@ func (e *StreamEncoder) end(finish string) error {
 	if finish == "" {
 		e.buf = append(e.buf, "null"...)
 	} else {
-		e.buf = appendString(e.buf, finish)
+		e.buf = wire.AppendString(e.buf, finish)
 	}
 	e.buf = append(e.buf, "}]"...)
 	if e.opt.IncludeUsage {
@@ -320,14 +321,14 @@ func (e *StreamEncoder) toolFrame(ev *bridge.Event, t *toolOut, tc *bridge.ToolC
 	e.buf = strconv.AppendInt(e.buf, int64(t.wire), 10)
 	if first {
 		e.buf = append(e.buf, `,"id":`...)
-		e.buf = appendString(e.buf, tc.ID)
+		e.buf = wire.AppendString(e.buf, tc.ID)
 		e.buf = append(e.buf, `,"type":"function","function":{"name":`...)
-		e.buf = appendString(e.buf, tc.Name)
+		e.buf = wire.AppendString(e.buf, tc.Name)
 		e.buf = append(e.buf, `,"arguments":`...)
 	} else {
 		e.buf = append(e.buf, `,"function":{"arguments":`...)
 	}
-	e.buf = appendString(e.buf, args)
+	e.buf = wire.AppendString(e.buf, args)
 	e.buf = append(e.buf, "}}]"...)
 	return e.end("")
 }

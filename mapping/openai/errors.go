@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // errorRow is one line of the two-way error table.
@@ -72,22 +73,22 @@ func EncodeError(err *bridge.Error) (status int, body []byte) {
 }
 
 func errorBody(message, typ, param, code string) []byte {
-	w := newObj()
-	w.str("message", message)
-	w.str("type", typ)
+	w := wire.NewObj()
+	w.Str("message", message)
+	w.Str("type", typ)
 	if param != "" {
-		w.str("param", param)
+		w.Str("param", param)
 	} else {
-		w.raw("param", []byte("null"))
+		w.Raw("param", []byte("null"))
 	}
 	if code != "" {
-		w.str("code", code)
+		w.Str("code", code)
 	} else {
-		w.raw("code", []byte("null"))
+		w.Raw("code", []byte("null"))
 	}
-	out := newObj()
-	out.raw("error", w.end())
-	return out.end()
+	out := wire.NewObj()
+	out.Raw("error", w.End())
+	return out.End()
 }
 
 // maxErrorText bounds the message kept from a body that is not an OpenAI
@@ -104,9 +105,9 @@ func DecodeError(status int, body []byte) *bridge.Error {
 		Error json.RawMessage `json:"error"`
 	}
 	parsed := false
-	if checkDepth(body, maxDepth) == nil && json.Unmarshal(body, &env) == nil && len(env.Error) > 0 && !isNull(env.Error) {
+	if wire.CheckDepth(body, wire.MaxDepth) == nil && json.Unmarshal(body, &env) == nil && len(env.Error) > 0 && !wire.IsNull(env.Error) {
 		parsed = fillError(e, env.Error)
-	} else if jsonKind(body) == '{' && json.Valid(body) && checkDepth(body, maxDepth) == nil {
+	} else if wire.Kind(body) == '{' && json.Valid(body) && wire.CheckDepth(body, wire.MaxDepth) == nil {
 		// A bare error object, as some servers (and `event: error`) send.
 		parsed = fillError(e, body)
 	}
@@ -128,8 +129,8 @@ func DecodeError(status int, body []byte) *bridge.Error {
 
 // fillError reads {message,type,param,code} (or a bare string) into e.
 func fillError(e *bridge.Error, raw []byte) bool {
-	if jsonKind(raw) == '"' {
-		s, err := asString(raw, "")
+	if wire.Kind(raw) == '"' {
+		s, err := wire.AsString(raw, "")
 		e.Message = truncate(s, 4*maxErrorText)
 		return err == nil
 	}
@@ -139,14 +140,14 @@ func fillError(e *bridge.Error, raw []byte) bool {
 		Param   json.RawMessage `json:"param"`
 		Code    json.RawMessage `json:"code"`
 	}
-	if jsonKind(raw) != '{' || json.Unmarshal(raw, &o) != nil {
+	if wire.Kind(raw) != '{' || json.Unmarshal(raw, &o) != nil {
 		return false
 	}
 	e.Message = truncate(scalarText(o.Message), 4*maxErrorText)
 	e.Type = scalarText(o.Type)
 	e.Param = scalarText(o.Param)
 	e.UpstreamCode = scalarText(o.Code)
-	if e.Status == 0 && isNumber(o.Code) {
+	if e.Status == 0 && wire.IsNumber(o.Code) {
 		if n, err := strconv.Atoi(e.UpstreamCode); err == nil && n >= 400 && n <= 599 {
 			e.Status = n
 		}
@@ -157,11 +158,11 @@ func fillError(e *bridge.Error, raw []byte) bool {
 // scalarText is the text of a string or number, "" for anything else.
 func scalarText(raw json.RawMessage) string {
 	switch {
-	case jsonKind(raw) == '"':
-		s, _ := asString(raw, "")
+	case wire.Kind(raw) == '"':
+		s, _ := wire.AsString(raw, "")
 		return s
-	case isNumber(raw):
-		return string(compact(raw))
+	case wire.IsNumber(raw):
+		return string(wire.Compact(raw))
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 func isBridgeError(err error) bool {
@@ -81,7 +82,7 @@ func corpusBodiesIfAny(tb testing.TB) [][]byte {
 	}
 	var out [][]byte
 	bodies := corpusBodies(tb)
-	for _, k := range sortedKeys(bodies) {
+	for _, k := range wire.SortedKeys(bodies) {
 		out = append(out, bodies[k])
 	}
 	return out

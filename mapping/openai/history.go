@@ -2,6 +2,7 @@ package openai
 
 import (
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // EncodeHistory renders a history page in the chatkit OpenAI-compatible
@@ -19,51 +20,51 @@ func EncodeHistory(p *bridge.HistoryPage) ([]byte, error) {
 	if p == nil {
 		return nil, bridge.Errorf(bridge.CodeInternal, "openai: nil history page")
 	}
-	w := newObj()
-	w.key("messages")
-	w.b = append(w.b, '[')
+	w := wire.NewObj()
+	w.Key("messages")
+	w.B = append(w.B, '[')
 	for i := range p.Messages {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
-		w.b = append(w.b, historyMessage(&p.Messages[i])...)
+		w.B = append(w.B, historyMessage(&p.Messages[i])...)
 	}
-	w.b = append(w.b, ']')
-	w.key("runs")
-	w.b = append(w.b, '[')
+	w.B = append(w.B, ']')
+	w.Key("runs")
+	w.B = append(w.B, '[')
 	n := 0
 	for _, r := range p.Runs {
 		if r == nil {
 			continue
 		}
 		if n > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
 		n++
-		w.b = append(w.b, historyRun(r)...)
+		w.B = append(w.B, historyRun(r)...)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 	if p.HasMore && p.Cursor != "" {
-		w.str("cursor", p.Cursor)
+		w.Str("cursor", p.Cursor)
 	}
-	w.bool("has_more", p.HasMore)
-	return w.end(), nil
+	w.Bool("has_more", p.HasMore)
+	return w.End(), nil
 }
 
 func historyMessage(m *bridge.Message) []byte {
-	w := newObj()
+	w := wire.NewObj()
 	if m.ID != "" {
-		w.str("id", m.ID)
+		w.Str("id", m.ID)
 	}
 	if m.RunID != "" {
-		w.str("run_id", m.RunID)
+		w.Str("run_id", m.RunID)
 	}
 	if !m.Created.IsZero() {
-		w.int("created_at", m.Created.Unix())
+		w.Int("created_at", m.Created.Unix())
 	}
-	w.str("role", string(m.Role))
+	w.Str("role", string(m.Role))
 	if m.Name != "" {
-		w.str("name", m.Name)
+		w.Str("name", m.Name)
 	}
 	var text, reasoning []byte
 	hasText := false
@@ -73,86 +74,86 @@ func historyMessage(m *bridge.Message) []byte {
 			text = append(text, p.Text...)
 			hasText = true
 		case bridge.PartData:
-			text = append(text, compact(p.JSON)...)
+			text = append(text, wire.Compact(p.JSON)...)
 			hasText = true
 		case bridge.PartReasoning:
 			reasoning = append(reasoning, p.Text...)
 		}
 	}
 	if !hasText && m.Role == bridge.RoleAssistant && len(m.ToolCalls) > 0 {
-		w.raw("content", []byte("null"))
+		w.Raw("content", []byte("null"))
 	} else {
-		w.str("content", string(text))
+		w.Str("content", string(text))
 	}
 	if len(reasoning) > 0 {
-		w.str("reasoning_content", string(reasoning))
+		w.Str("reasoning_content", string(reasoning))
 	}
 	if len(m.ToolCalls) > 0 {
-		w.key("tool_calls")
-		w.b = append(w.b, '[')
+		w.Key("tool_calls")
+		w.B = append(w.B, '[')
 		for j := range m.ToolCalls {
 			tc := &m.ToolCalls[j]
 			if j > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
-			f := newObj()
-			f.str("name", tc.Name)
-			f.str("arguments", tc.Arguments)
-			t := newObj()
-			t.str("id", tc.ID)
-			t.str("type", "function")
-			t.raw("function", f.end())
-			w.b = append(w.b, t.end()...)
+			f := wire.NewObj()
+			f.Str("name", tc.Name)
+			f.Str("arguments", tc.Arguments)
+			t := wire.NewObj()
+			t.Str("id", tc.ID)
+			t.Str("type", "function")
+			t.Raw("function", f.End())
+			w.B = append(w.B, t.End()...)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	}
 	if m.Role == bridge.RoleTool {
-		w.str("tool_call_id", m.ToolCallID)
+		w.Str("tool_call_id", m.ToolCallID)
 	}
-	return w.end()
+	return w.End()
 }
 
 func historyRun(r *bridge.Run) []byte {
-	w := newObj()
-	w.str("id", r.ID)
-	w.str("status", string(r.Status))
+	w := wire.NewObj()
+	w.Str("id", r.ID)
+	w.Str("status", string(r.Status))
 	if !r.Created.IsZero() {
-		w.int("created_at", r.Created.Unix())
+		w.Int("created_at", r.Created.Unix())
 	}
 	if !r.Finished.IsZero() {
-		w.int("finished_at", r.Finished.Unix())
+		w.Int("finished_at", r.Finished.Unix())
 	}
 	if r.Model != "" {
-		w.str("model", r.Model)
+		w.Str("model", r.Model)
 	}
-	u := newObj()
+	u := wire.NewObj()
 	if r.Usage.InputTokens != nil {
-		u.int("prompt_tokens", *r.Usage.InputTokens)
+		u.Int("prompt_tokens", *r.Usage.InputTokens)
 	}
 	if r.Usage.OutputTokens != nil {
-		u.int("completion_tokens", *r.Usage.OutputTokens)
+		u.Int("completion_tokens", *r.Usage.OutputTokens)
 	}
-	u.int("total_tokens", r.Usage.Total())
-	w.raw("usage", u.end())
+	u.Int("total_tokens", r.Usage.Total())
+	w.Raw("usage", u.End())
 	if r.LastSeq > 0 {
-		w.str("last_event_id", bridge.EventID(r.ID, r.LastSeq))
+		w.Str("last_event_id", bridge.EventID(r.ID, r.LastSeq))
 	}
 	if r.StopReason != "" {
-		w.str("stop_reason", string(r.StopReason))
+		w.Str("stop_reason", string(r.StopReason))
 	}
 	if r.Reason != "" {
-		w.str("reason", r.Reason)
+		w.Str("reason", r.Reason)
 	}
 	if len(r.Dropped) > 0 {
-		w.key("dropped")
-		w.b = append(w.b, '[')
+		w.Key("dropped")
+		w.B = append(w.B, '[')
 		for i, d := range r.Dropped {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
-			w.b = appendString(w.b, d)
+			w.B = wire.AppendString(w.B, d)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	}
-	return w.end()
+	return w.End()
 }

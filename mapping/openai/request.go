@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // The request fields DecodeRequest maps onto hub fields. Every other
@@ -35,18 +36,18 @@ func DecodeRequest(body []byte) (*bridge.Request, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
 	}
-	if err := checkDepth(body, maxDepth); err != nil {
+	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
 		return nil, err
 	}
-	if jsonKind(body) != '{' {
+	if wire.Kind(body) != '{' {
 		if !json.Valid(body) {
-			return nil, syntaxErr("request body", json.Unmarshal(body, new(any)))
+			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
 		}
-		return nil, typeErr("request body", "object", body)
+		return nil, wire.TypeErr("request body", "object", body)
 	}
 	var top object
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, syntaxErr("request body", err)
+		return nil, wire.SyntaxErr("request body", err)
 	}
 	d := reqDecoder{req: &bridge.Request{Inbound: Dialect}}
 	if err := d.decode(top); err != nil {
@@ -73,10 +74,10 @@ func (d *reqDecoder) extra(k string, v json.RawMessage) {
 func (d *reqDecoder) decode(top object) error {
 	req := d.req
 	raw, ok := top["model"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return bridge.Errorf(bridge.CodeInvalid, "model: required")
 	}
-	model, err := asString(raw, "model")
+	model, err := wire.AsString(raw, "model")
 	if err != nil {
 		return err
 	}
@@ -86,10 +87,10 @@ func (d *reqDecoder) decode(top object) error {
 	req.Model = model
 
 	raw, ok = top["messages"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return bridge.Errorf(bridge.CodeInvalid, "messages: required")
 	}
-	msgs, err := asArray(raw, "messages")
+	msgs, err := wire.AsArray(raw, "messages")
 	if err != nil {
 		return err
 	}
@@ -105,8 +106,8 @@ func (d *reqDecoder) decode(top object) error {
 		req.Messages = append(req.Messages, msg)
 	}
 
-	if raw, ok := top["n"]; ok && !isNull(raw) {
-		n, err := asInt(raw, "n")
+	if raw, ok := top["n"]; ok && !wire.IsNull(raw) {
+		n, err := wire.AsInt(raw, "n")
 		if err != nil {
 			return err
 		}
@@ -124,8 +125,8 @@ func (d *reqDecoder) decode(top object) error {
 	if err := optBool(top, "", "parallel_tool_calls", &req.ParallelToolCalls); err != nil {
 		return err
 	}
-	if raw, ok := top["stream"]; ok && !isNull(raw) {
-		if req.Stream, err = asBool(raw, "stream"); err != nil {
+	if raw, ok := top["stream"]; ok && !wire.IsNull(raw) {
+		if req.Stream, err = wire.AsBool(raw, "stream"); err != nil {
 			return err
 		}
 	}
@@ -144,8 +145,8 @@ func (d *reqDecoder) decode(top object) error {
 	if err := d.stop(top); err != nil {
 		return err
 	}
-	if raw, ok := top["seed"]; ok && !isNull(raw) {
-		v, err := asInt(raw, "seed")
+	if raw, ok := top["seed"]; ok && !wire.IsNull(raw) {
+		v, err := wire.AsInt(raw, "seed")
 		if err != nil {
 			return err
 		}
@@ -157,30 +158,30 @@ func (d *reqDecoder) decode(top object) error {
 	if err := optString(top, "", "user", &req.User); err != nil {
 		return err
 	}
-	if raw, ok := top["metadata"]; ok && !isNull(raw) {
-		o, err := asObject(raw, "metadata")
+	if raw, ok := top["metadata"]; ok && !wire.IsNull(raw) {
+		o, err := wire.AsObject(raw, "metadata")
 		if err != nil {
 			return err
 		}
 		req.Metadata = make(map[string]string, len(o))
-		for _, k := range sortedKeys(o) {
-			s, err := asString(o[k], "metadata."+k)
+		for _, k := range wire.SortedKeys(o) {
+			s, err := wire.AsString(o[k], "metadata."+k)
 			if err != nil {
 				return err
 			}
 			req.Metadata[k] = s
 		}
 	}
-	if raw, ok := top["response_format"]; ok && !isNull(raw) {
-		if jsonKind(raw) != '{' {
-			return typeErr("response_format", "object", raw)
+	if raw, ok := top["response_format"]; ok && !wire.IsNull(raw) {
+		if wire.Kind(raw) != '{' {
+			return wire.TypeErr("response_format", "object", raw)
 		}
-		req.ResponseFormat = compact(raw)
+		req.ResponseFormat = wire.Compact(raw)
 	}
 
 	for k, v := range top {
 		if !mappedFields[k] {
-			d.extra(k, compact(v))
+			d.extra(k, wire.Compact(v))
 		}
 	}
 	// Empty lists carry nothing and are not sent back.
@@ -209,7 +210,7 @@ func (d *reqDecoder) maxTokens(top object) error {
 		req.MaxTokens = legacy
 	}
 	// A null max_tokens means "not set": leave it out of Extra too.
-	if raw, ok := top[keyMaxTokens]; ok && isNull(raw) {
+	if raw, ok := top[keyMaxTokens]; ok && wire.IsNull(raw) {
 		delete(top, keyMaxTokens)
 	}
 	return nil
@@ -217,10 +218,10 @@ func (d *reqDecoder) maxTokens(top object) error {
 
 func (d *reqDecoder) streamOptions(top object) error {
 	raw, ok := top["stream_options"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	o, err := asObject(raw, "stream_options")
+	o, err := wire.AsObject(raw, "stream_options")
 	if err != nil {
 		return err
 	}
@@ -230,41 +231,41 @@ func (d *reqDecoder) streamOptions(top object) error {
 			rest = append(rest, k)
 			continue
 		}
-		if isNull(v) {
+		if wire.IsNull(v) {
 			continue
 		}
-		if d.req.IncludeUsage, err = asBool(v, "stream_options.include_usage"); err != nil {
+		if d.req.IncludeUsage, err = wire.AsBool(v, "stream_options.include_usage"); err != nil {
 			return err
 		}
 	}
 	if len(rest) > 0 {
 		// Kept for a same-dialect upstream; EncodeRequest merges them into
 		// the stream_options it always sends.
-		d.extra("stream_options", rawObject(o, rest))
+		d.extra("stream_options", wire.RawObject(o, rest))
 	}
 	return nil
 }
 
 func (d *reqDecoder) stop(top object) error {
 	raw, ok := top["stop"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	if jsonKind(raw) == '"' {
-		s, err := asString(raw, "stop")
+	if wire.Kind(raw) == '"' {
+		s, err := wire.AsString(raw, "stop")
 		if err != nil {
 			return err
 		}
 		d.req.Stop = []string{s}
 		return nil
 	}
-	arr, err := asArray(raw, "stop")
+	arr, err := wire.AsArray(raw, "stop")
 	if err != nil {
-		return bridge.Errorf(bridge.CodeInvalid, "stop: expected string or array, got %s", kindName(raw))
+		return bridge.Errorf(bridge.CodeInvalid, "stop: expected string or array, got %s", wire.KindName(raw))
 	}
 	d.req.Stop = make([]string, 0, len(arr))
 	for i, v := range arr {
-		s, err := asString(v, "stop["+strconv.Itoa(i)+"]")
+		s, err := wire.AsString(v, "stop["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return err
 		}
@@ -275,22 +276,22 @@ func (d *reqDecoder) stop(top object) error {
 
 func (d *reqDecoder) tools(top object) error {
 	raw, ok := top["tools"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	arr, err := asArray(raw, "tools")
+	arr, err := wire.AsArray(raw, "tools")
 	if err != nil {
 		return err
 	}
 	d.req.Tools = make([]bridge.Tool, 0, len(arr))
 	for i, v := range arr {
 		path := "tools[" + strconv.Itoa(i) + "]"
-		o, err := asObject(v, path)
+		o, err := wire.AsObject(v, path)
 		if err != nil {
 			return err
 		}
 		if t, ok := o["type"]; ok {
-			typ, err := asString(t, path+".type")
+			typ, err := wire.AsString(t, path+".type")
 			if err != nil {
 				return err
 			}
@@ -302,7 +303,7 @@ func (d *reqDecoder) tools(top object) error {
 		if !ok {
 			return bridge.Errorf(bridge.CodeInvalid, "%s.function: required", path)
 		}
-		f, err := asObject(fn, path+".function")
+		f, err := wire.AsObject(fn, path+".function")
 		if err != nil {
 			return err
 		}
@@ -316,21 +317,21 @@ func (d *reqDecoder) tools(top object) error {
 		if err := optString(f, path+".function", "description", &t.Description); err != nil {
 			return err
 		}
-		if p, ok := f["parameters"]; ok && !isNull(p) {
-			if jsonKind(p) != '{' {
-				return typeErr(path+".function.parameters", "object", p)
+		if p, ok := f["parameters"]; ok && !wire.IsNull(p) {
+			if wire.Kind(p) != '{' {
+				return wire.TypeErr(path+".function.parameters", "object", p)
 			}
-			t.Parameters = compact(p)
+			t.Parameters = wire.Compact(p)
 		}
 		if err := optBool(f, path+".function", "strict", &t.Strict); err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(o) {
+		for _, k := range wire.SortedKeys(o) {
 			if k != "type" && k != "function" {
 				d.drop(path + "." + k)
 			}
 		}
-		for _, k := range sortedKeys(f) {
+		for _, k := range wire.SortedKeys(f) {
 			switch k {
 			case "name", "description", "parameters", "strict":
 			default:
@@ -344,11 +345,11 @@ func (d *reqDecoder) tools(top object) error {
 
 func (d *reqDecoder) toolChoice(top object) error {
 	raw, ok := top["tool_choice"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	if jsonKind(raw) == '"' {
-		s, _ := asString(raw, "tool_choice")
+	if wire.Kind(raw) == '"' {
+		s, _ := wire.AsString(raw, "tool_choice")
 		switch s {
 		case "none", "auto", "required":
 			d.req.ToolChoice = &bridge.ToolChoice{Mode: bridge.ToolChoiceMode(s)}
@@ -356,9 +357,9 @@ func (d *reqDecoder) toolChoice(top object) error {
 		}
 		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: unknown value %q", s)
 	}
-	o, err := asObject(raw, "tool_choice")
+	o, err := wire.AsObject(raw, "tool_choice")
 	if err != nil {
-		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: expected string or object, got %s", kindName(raw))
+		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: expected string or object, got %s", wire.KindName(raw))
 	}
 	typ, err := reqString(o, "type", "tool_choice")
 	if err != nil {
@@ -371,7 +372,7 @@ func (d *reqDecoder) toolChoice(top object) error {
 	if !ok {
 		return bridge.Errorf(bridge.CodeInvalid, "tool_choice.function: required")
 	}
-	f, err := asObject(fn, "tool_choice.function")
+	f, err := wire.AsObject(fn, "tool_choice.function")
 	if err != nil {
 		return err
 	}
@@ -396,7 +397,7 @@ var messageFields = map[bridge.Role][]string{
 func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error) {
 	path := "messages[" + strconv.Itoa(i) + "]"
 	var msg bridge.Message
-	o, err := asObject(raw, path)
+	o, err := wire.AsObject(raw, path)
 	if err != nil {
 		return msg, err
 	}
@@ -429,7 +430,7 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 		if reasoning != "" {
 			msg.Parts = append([]bridge.Part{{Type: bridge.PartReasoning, Text: reasoning}}, msg.Parts...)
 		}
-		if raw, ok := o["tool_calls"]; ok && !isNull(raw) {
+		if raw, ok := o["tool_calls"]; ok && !wire.IsNull(raw) {
 			if msg.ToolCalls, err = d.toolCalls(raw, path+".tool_calls"); err != nil {
 				return msg, err
 			}
@@ -449,18 +450,18 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 		}
 	}
 	if len(rest) > 0 {
-		msg.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+		msg.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
 	}
 	return msg, nil
 }
 
 func (d *reqDecoder) content(msg *bridge.Message, raw json.RawMessage, path string) error {
-	switch jsonKind(raw) {
+	switch wire.Kind(raw) {
 	case 'n':
 		msg.NullContent = true
 		return nil
 	case '"':
-		s, err := asString(raw, path)
+		s, err := wire.AsString(raw, path)
 		if err != nil {
 			return err
 		}
@@ -471,9 +472,9 @@ func (d *reqDecoder) content(msg *bridge.Message, raw json.RawMessage, path stri
 		return nil
 	case '[':
 	default:
-		return bridge.Errorf(bridge.CodeInvalid, "%s: expected string, array or null, got %s", path, kindName(raw))
+		return bridge.Errorf(bridge.CodeInvalid, "%s: expected string, array or null, got %s", path, wire.KindName(raw))
 	}
-	arr, err := asArray(raw, path)
+	arr, err := wire.AsArray(raw, path)
 	if err != nil {
 		return err
 	}
@@ -492,7 +493,7 @@ func (d *reqDecoder) content(msg *bridge.Message, raw json.RawMessage, path stri
 // opaque part; unknown fields beside a known type go to Part.Opaque.
 func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error) {
 	var p bridge.Part
-	o, err := asObject(raw, path)
+	o, err := wire.AsObject(raw, path)
 	if err != nil {
 		return p, err
 	}
@@ -518,10 +519,10 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if !ok {
 			return p, bridge.Errorf(bridge.CodeInvalid, "%s.image_url: required", path)
 		}
-		if jsonKind(v) == '"' { // a bare URL string, as some clients send
-			p.URL, _ = asString(v, path+".image_url")
+		if wire.Kind(v) == '"' { // a bare URL string, as some clients send
+			p.URL, _ = wire.AsString(v, path+".image_url")
 		} else {
-			iu, err := asObject(v, path+".image_url")
+			iu, err := wire.AsObject(v, path+".image_url")
 			if err != nil {
 				return p, err
 			}
@@ -542,7 +543,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if !ok {
 			return p, bridge.Errorf(bridge.CodeInvalid, "%s.input_audio: required", path)
 		}
-		ao, err := asObject(v, path+".input_audio")
+		ao, err := wire.AsObject(v, path+".input_audio")
 		if err != nil {
 			return p, err
 		}
@@ -559,7 +560,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if !ok {
 			return p, bridge.Errorf(bridge.CodeInvalid, "%s.file: required", path)
 		}
-		fo, err := asObject(v, path+".file")
+		fo, err := wire.AsObject(v, path+".file")
 		if err != nil {
 			return p, err
 		}
@@ -576,7 +577,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		}
 		d.dropRest(fo, path+".file", "file_id", "file_data", "filename")
 	default:
-		return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: compact(raw)}}, nil
+		return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(raw)}}, nil
 	}
 	var rest []string
 	for k := range o {
@@ -585,14 +586,14 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		}
 	}
 	if len(rest) > 0 {
-		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
 	}
 	return p, nil
 }
 
 // dropRest records the fields of a nested object the hub has no place for.
 func (d *reqDecoder) dropRest(o object, path string, known ...string) {
-	for _, k := range sortedKeys(o) {
+	for _, k := range wire.SortedKeys(o) {
 		if !contains(known, k) {
 			d.drop(path + "." + k)
 		}
@@ -602,14 +603,14 @@ func (d *reqDecoder) dropRest(o object, path string, known ...string) {
 // toolCalls decodes an assistant's tool_calls. Index is the position;
 // arguments are kept byte for byte. Unknown fields go to ToolCall.Opaque.
 func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolCall, error) {
-	arr, err := asArray(raw, path)
+	arr, err := wire.AsArray(raw, path)
 	if err != nil {
 		return nil, err
 	}
 	calls := make([]bridge.ToolCall, 0, len(arr))
 	for j, v := range arr {
 		p := path + "[" + strconv.Itoa(j) + "]"
-		o, err := asObject(v, p)
+		o, err := wire.AsObject(v, p)
 		if err != nil {
 			return nil, err
 		}
@@ -617,8 +618,8 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 		if err := optString(o, p, "id", &tc.ID); err != nil {
 			return nil, err
 		}
-		if t, ok := o["type"]; ok && !isNull(t) {
-			typ, err := asString(t, p+".type")
+		if t, ok := o["type"]; ok && !wire.IsNull(t) {
+			typ, err := wire.AsString(t, p+".type")
 			if err != nil {
 				return nil, err
 			}
@@ -630,21 +631,21 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 		if !ok {
 			return nil, bridge.Errorf(bridge.CodeInvalid, "%s.function: required", p)
 		}
-		f, err := asObject(fn, p+".function")
+		f, err := wire.AsObject(fn, p+".function")
 		if err != nil {
 			return nil, err
 		}
 		if tc.Name, err = reqString(f, "name", p+".function"); err != nil {
 			return nil, err
 		}
-		if a, ok := f["arguments"]; ok && !isNull(a) {
-			switch jsonKind(a) {
+		if a, ok := f["arguments"]; ok && !wire.IsNull(a) {
+			switch wire.Kind(a) {
 			case '"':
-				tc.Arguments, _ = asString(a, "")
+				tc.Arguments, _ = wire.AsString(a, "")
 			case '{', '[': // some clients send the arguments as an object
-				tc.Arguments = string(compact(a))
+				tc.Arguments = string(wire.Compact(a))
 			default:
-				return nil, typeErr(p+".function.arguments", "string", a)
+				return nil, wire.TypeErr(p+".function.arguments", "string", a)
 			}
 		}
 		var rest []string
@@ -655,7 +656,7 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 		}
 		d.dropRest(f, p+".function", "name", "arguments")
 		if len(rest) > 0 {
-			tc.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, rest)}
+			tc.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
 		}
 		calls = append(calls, tc)
 	}
@@ -680,10 +681,10 @@ func dataURL(mediaType, data string) string { return "data:" + mediaType + ";bas
 
 func reqString(o object, key, path string) (string, error) {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return "", bridge.Errorf(bridge.CodeInvalid, "%s: required", join(path, key))
 	}
-	return asString(raw, join(path, key))
+	return wire.AsString(raw, join(path, key))
 }
 
 // join appends key to a JSON path.
@@ -696,10 +697,10 @@ func join(path, key string) string {
 
 func optString(o object, path, key string, dst *string) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	s, err := asString(raw, join(path, key))
+	s, err := wire.AsString(raw, join(path, key))
 	if err != nil {
 		return err
 	}
@@ -709,10 +710,10 @@ func optString(o object, path, key string, dst *string) error {
 
 func optBool(o object, path, key string, dst **bool) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	v, err := asBool(raw, join(path, key))
+	v, err := wire.AsBool(raw, join(path, key))
 	if err != nil {
 		return err
 	}
@@ -722,10 +723,10 @@ func optBool(o object, path, key string, dst **bool) error {
 
 func optInt(o object, path, key string, dst **int64) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	v, err := asInt(raw, join(path, key))
+	v, err := wire.AsInt(raw, join(path, key))
 	if err != nil {
 		return err
 	}
@@ -735,10 +736,10 @@ func optInt(o object, path, key string, dst **int64) error {
 
 func optFloat(o object, path, key string, dst **float64) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	v, err := asFloat(raw, join(path, key))
+	v, err := wire.AsFloat(raw, join(path, key))
 	if err != nil {
 		return err
 	}

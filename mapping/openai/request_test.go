@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // corpusDir holds real requests of the official SDK (shared/corpus).
@@ -312,7 +313,7 @@ func TestEncodeRequestErrors(t *testing.T) {
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote\" back\\ slash", "ctl \x00\x01\x1f\t\n\r\b\f", "<html>&", "ü € 😀", "\u2028\u2029", "bad \xff\xfe utf8", "\xe2\x82"} {
-		got := appendString(nil, s)
+		got := wire.AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Errorf("%q: invalid JSON %s: %v", s, got, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // The wire shape of a chat.completion.chunk, as far as the decoder reads it.
@@ -110,7 +111,7 @@ var stopReasons = map[string]bridge.StopReason{
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		d := streamDecoder{yield: yield}
-		d.run(newSSEReader(r))
+		d.run(wire.NewSSEReader(r))
 	}
 }
 
@@ -148,9 +149,9 @@ func (d *streamDecoder) fail(err error) {
 	d.yield(bridge.Event{}, err)
 }
 
-func (d *streamDecoder) run(sr *sseReader) {
+func (d *streamDecoder) run(sr *wire.SSEReader) {
 	for !d.stopped {
-		ev, err := sr.next()
+		ev, err := sr.Next()
 		if err == io.EOF {
 			d.end()
 			return
@@ -159,15 +160,15 @@ func (d *streamDecoder) run(sr *sseReader) {
 			d.fail(err)
 			return
 		}
-		if ev.name == "error" {
-			d.fail(streamError(ev.data))
+		if ev.Name == "error" {
+			d.fail(streamError(ev.Data))
 			return
 		}
-		if string(bytes.TrimSpace(ev.data)) == "[DONE]" {
+		if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
 			d.end()
 			return
 		}
-		d.chunk(ev.data)
+		d.chunk(ev.Data)
 	}
 }
 
@@ -195,12 +196,12 @@ func (d *streamDecoder) end() {
 func streamError(data []byte) *bridge.Error { return DecodeError(0, data) }
 
 func (d *streamDecoder) chunk(data []byte) {
-	if err := checkDepth(data, maxDepth); err != nil {
+	if err := wire.CheckDepth(data, wire.MaxDepth); err != nil {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: chunk nested too deep"))
 		return
 	}
 	var c wireChunk
-	if err := json.Unmarshal(data, &c); err != nil || jsonKind(data) != '{' {
+	if err := json.Unmarshal(data, &c); err != nil || wire.Kind(data) != '{' {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", truncate(string(data), 200)))
 		return
 	}
@@ -238,8 +239,8 @@ func (d *streamDecoder) choice(ch *wireChoice) {
 	delta := &ch.Delta
 	if r := delta.ReasoningContent; r != nil && *r != "" {
 		d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: *r})
-	} else if jsonKind(delta.Reasoning) == '"' {
-		if r, _ := asString(delta.Reasoning, ""); r != "" {
+	} else if wire.Kind(delta.Reasoning) == '"' {
+		if r, _ := wire.AsString(delta.Reasoning, ""); r != "" {
 			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: r})
 		}
 	}
@@ -299,11 +300,11 @@ func (d *streamDecoder) toolFragment(index *int, id string, fn *wireFunction) {
 		}
 	}
 	var frag string
-	switch jsonKind(fn.Arguments) {
+	switch wire.Kind(fn.Arguments) {
 	case '"':
-		frag, _ = asString(fn.Arguments, "")
+		frag, _ = wire.AsString(fn.Arguments, "")
 	case '{', '[':
-		frag = string(compact(fn.Arguments))
+		frag = string(wire.Compact(fn.Arguments))
 	}
 	if frag != "" {
 		st.args = append(st.args, frag...)

@@ -5,15 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // chunkJSON renders one upstream chunk with the given delta and finish.
@@ -465,61 +464,6 @@ func TestFinishReasons(t *testing.T) {
 	}
 }
 
-func TestSSEReader(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want []sseEvent
-	}{
-		{"lf", "data: a\n\ndata: b\n\n", []sseEvent{{data: []byte("a")}, {data: []byte("b")}}},
-		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{data: []byte("a")}, {data: []byte("b")}}},
-		{"cr", "data: a\r\rdata: b\r\r", []sseEvent{{data: []byte("a")}, {data: []byte("b")}}},
-		{"no space", "data:a\n\n", []sseEvent{{data: []byte("a")}}},
-		{"two spaces", "data:  a\n\n", []sseEvent{{data: []byte(" a")}}},
-		{"multi-line", "data: a\ndata: b\ndata:\n\n", []sseEvent{{data: []byte("a\nb\n")}}},
-		{"comments and ids", ": hi\nid: 1\nretry: 5\ndata: a\n\n:bye\n\n", []sseEvent{{data: []byte("a")}}},
-		{"event name", "event: error\ndata: x\n\ndata: y\n\n", []sseEvent{{name: "error", data: []byte("x")}, {data: []byte("y")}}},
-		{"no trailing blank line", "data: a", []sseEvent{{data: []byte("a")}}},
-		{"event without data", "event: ping\n\ndata: a\n\n", []sseEvent{{data: []byte("a")}}},
-		{"field without colon", "data\n\n", []sseEvent{{data: []byte("")}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newSSEReader(strings.NewReader(tt.in))
-			var got []sseEvent
-			for {
-				ev, err := r.next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				ev.data = bytes.Clone(ev.data)
-				got = append(got, ev)
-			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(sseEvent{}), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestLineLimit: a 1 MiB line is read; a longer one is an error.
-func TestLineLimit(t *testing.T) {
-	text := strings.Repeat("a", maxLine-200)
-	ok := chunkJSON(t, map[string]any{"content": text}, nil) + chunkJSON(t, map[string]any{}, "stop")
-	events, err := collect(t, DecodeStream(strings.NewReader(ok)))
-	if err != nil || events[1].Text != text {
-		t.Fatalf("long line: %v", err)
-	}
-	long := "data: " + strings.Repeat("a", maxLine) + "\n\n"
-	_, err = collect(t, DecodeStream(strings.NewReader(long)))
-	if bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "longer than") {
-		t.Errorf("err = %v, want line too long", err)
-	}
-}
-
 func TestDecodeStreamErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -591,5 +535,20 @@ func TestToolCallsWithoutIndex(t *testing.T) {
 	want := []bridge.ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}, {ID: "b", Name: "g", Arguments: `{}`, Index: 1}}
 	if diff := cmp.Diff(want, done); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestLineLimit: a 1 MiB line is read; a longer one is an error.
+func TestLineLimit(t *testing.T) {
+	text := strings.Repeat("a", wire.MaxLine-200)
+	ok := chunkJSON(t, map[string]any{"content": text}, nil) + chunkJSON(t, map[string]any{}, "stop")
+	events, err := collect(t, DecodeStream(strings.NewReader(ok)))
+	if err != nil || events[1].Text != text {
+		t.Fatalf("long line: %v", err)
+	}
+	long := "data: " + strings.Repeat("a", wire.MaxLine) + "\n\n"
+	_, err = collect(t, DecodeStream(strings.NewReader(long)))
+	if bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("err = %v, want line too long", err)
 	}
 }

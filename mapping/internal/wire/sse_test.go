@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestSSEReader(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []SSEEvent
+	}{
+		{"lf", "data: a\n\ndata: b\n\n", []SSEEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []SSEEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"cr", "data: a\r\rdata: b\r\r", []SSEEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"no space", "data:a\n\n", []SSEEvent{{Data: []byte("a")}}},
+		{"two spaces", "data:  a\n\n", []SSEEvent{{Data: []byte(" a")}}},
+		{"multi-line", "data: a\ndata: b\ndata:\n\n", []SSEEvent{{Data: []byte("a\nb\n")}}},
+		{"comments and ids", ": hi\nid: 1\nretry: 5\ndata: a\n\n:bye\n\n", []SSEEvent{{ID: "1", Data: []byte("a")}}},
+		{"event name", "event: error\ndata: x\n\ndata: y\n\n", []SSEEvent{{Name: "error", Data: []byte("x")}, {Data: []byte("y")}}},
+		{"no trailing blank line", "data: a", []SSEEvent{{Data: []byte("a")}}},
+		{"event without data", "event: ping\n\ndata: a\n\n", []SSEEvent{{Data: []byte("a")}}},
+		{"field without colon", "data\n\n", []SSEEvent{{Data: []byte("")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewSSEReader(strings.NewReader(tt.in))
+			var got []SSEEvent
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.Data = bytes.Clone(ev.Data)
+				got = append(got, ev)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
