@@ -1,0 +1,345 @@
+package adk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
+)
+
+// StreamDecoder turns the ADK events of one run into hub events. It is
+// not safe for concurrent use.
+type StreamDecoder struct {
+	// InvocationID and SessionID are what the upstream named (the last
+	// seen); LastEventID is the id of the last event read.
+	InvocationID string
+	LastEventID  string
+
+	started  bool   // message_started emitted for the current step
+	streamed string // text and thought text the partials of this step carried
+	thought  string
+	calls    int // tool calls of the run so far (their indices)
+	answer   strings.Builder
+	final    bool // the last event read was a final response
+	finish   string
+	usage    bridge.Usage
+	done     bool
+}
+
+// Done reports whether the decoder has produced its final event.
+func (d *StreamDecoder) Done() bool { return d.done }
+
+// Answer is the text of the run's last final response.
+func (d *StreamDecoder) Answer() string { return d.answer.String() }
+
+// DecodeData reads the data of one SSE frame of a run_sse stream: an
+// Event, {"error": "..."} or [DONE].
+func (d *StreamDecoder) DecodeData(data []byte) ([]bridge.Event, error) {
+	if d.done {
+		return nil, nil
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, nil
+	}
+	if string(data) == "[DONE]" {
+		return []bridge.Event{d.End(true)}, nil
+	}
+	if err := wire.CheckDepth(data, 128); err != nil {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk stream: event nested too deep")
+	}
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk stream: an event is not JSON: %s", wire.Truncate(string(data), 120))
+	}
+	if len(probe.Error) > 0 && !wire.IsNull(probe.Error) {
+		msg := string(probe.Error)
+		var s string
+		if json.Unmarshal(probe.Error, &s) == nil {
+			msg = s
+		}
+		d.done = true
+		e := &bridge.Error{Code: bridge.CodeUpstream, Message: msg, Dialect: Dialect}
+		return []bridge.Event{{Kind: bridge.KindFinal, Source: bridge.SourceAgent,
+			Final: &bridge.Final{Status: bridge.StatusFailed, Reason: msg, Error: e}}}, nil
+	}
+	var ev Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk stream: an event does not have the ADK Event shape: %s", wire.Truncate(err.Error(), 200))
+	}
+	return d.Decode(&ev), nil
+}
+
+// Decode turns one ADK event into hub events.
+func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
+	if d.done {
+		return nil
+	}
+	var out []bridge.Event
+	if ev.InvocationID != "" {
+		d.InvocationID = ev.InvocationID
+	}
+	if ev.ID != "" {
+		d.LastEventID = ev.ID
+	}
+	at := time.Time(ev.Timestamp)
+	emit := func(e bridge.Event) {
+		e.UpstreamID, e.Time = ev.ID, at
+		out = append(out, e)
+	}
+	if u := hubUsage(ev.UsageMetadata); u != nil {
+		d.usage.Merge(u)
+	}
+	if ev.FinishReason != "" {
+		d.finish = ev.FinishReason
+	}
+	var parts []Part
+	if ev.Content != nil {
+		parts = ev.Content.Parts
+	}
+	start := func() {
+		if !d.started {
+			d.started = true
+			emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: d.InvocationID})
+		}
+	}
+	hasCall, hasResp := false, false
+	if ev.Partial {
+		for _, p := range parts {
+			if p.Text == "" {
+				continue
+			}
+			start()
+			if p.Thought {
+				d.thought += p.Text
+				emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: p.Text, Signature: p.ThoughtSignature})
+			} else {
+				d.streamed += p.Text
+				emit(bridge.Event{Kind: bridge.KindTextDelta, Text: p.Text})
+			}
+		}
+	} else {
+		var text, thought strings.Builder
+		for _, p := range parts {
+			switch {
+			case p.FunctionCall != nil:
+				hasCall = true
+			case p.FunctionResponse != nil:
+				hasResp = true
+			case p.Thought:
+				thought.WriteString(p.Text)
+			default:
+				text.WriteString(p.Text)
+			}
+		}
+		// The complete event repeats what the partials carried: only the
+		// rest is new.
+		if rest := unstreamed(thought.String(), d.thought); rest != "" {
+			start()
+			emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: rest})
+		}
+		if rest := unstreamed(text.String(), d.streamed); rest != "" {
+			start()
+			emit(bridge.Event{Kind: bridge.KindTextDelta, Text: rest})
+		}
+		if d.started {
+			emit(bridge.Event{Kind: bridge.KindMessageDone})
+		}
+		if ev.Content != nil && ev.Content.Role != "user" && ev.ErrorCode == "" {
+			if !hasCall && !hasResp {
+				d.answer.Reset()
+				d.answer.WriteString(text.String())
+			}
+		}
+		for _, p := range parts {
+			switch {
+			case p.FunctionCall != nil:
+				fc := p.FunctionCall
+				args := string(fc.Args)
+				if args == "" {
+					args = "{}"
+				}
+				tc := bridge.ToolCall{ID: fc.ID, Name: fc.Name, Index: d.calls}
+				emit(bridge.Event{Kind: bridge.KindToolCallStarted, Source: bridge.SourceAgent, Index: d.calls, ToolCall: &tc})
+				done := tc
+				done.Arguments = args
+				emit(bridge.Event{Kind: bridge.KindToolCallDone, Source: bridge.SourceAgent, Index: d.calls, ToolCall: &done})
+				d.calls++
+			case p.FunctionResponse != nil:
+				fr := p.FunctionResponse
+				resp := fr.Response
+				if len(resp) == 0 {
+					resp = json.RawMessage("{}")
+				}
+				emit(bridge.Event{Kind: bridge.KindToolResult, Source: bridge.SourceAgent, ToolResult: &bridge.ToolResult{
+					CallID: fr.ID, Name: fr.Name, Content: []bridge.Part{{Type: bridge.PartData, JSON: resp}}, IsError: hasErrorKey(resp)}})
+			}
+		}
+		d.started, d.streamed, d.thought = false, "", ""
+	}
+	if u := hubUsage(ev.UsageMetadata); u != nil {
+		emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
+	}
+	if sd := ev.Actions.StateDelta; len(sd) > 0 && wire.Kind(sd) == '{' && string(wire.Compact(sd)) != "{}" {
+		emit(bridge.Event{Kind: bridge.KindStateUpdate, Source: bridge.SourceAgent, State: wire.Compact(sd)})
+	}
+	if ev.ErrorCode != "" {
+		d.done = true
+		msg := ev.ErrorMessage
+		if msg == "" {
+			msg = "the agent failed with error code " + ev.ErrorCode
+		}
+		e := &bridge.Error{Code: errorCodeOf(ev.ErrorCode), Message: msg, Dialect: Dialect, UpstreamCode: ev.ErrorCode}
+		emit(bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent,
+			Final: &bridge.Final{Status: bridge.StatusFailed, Reason: msg, Error: e, StopReason: stopReason(ev.ErrorCode)}})
+		return out
+	}
+	if !ev.Partial {
+		d.final = !hasCall && !hasResp || len(ev.LongRunningToolIDs) > 0 || ev.Actions.SkipSummarization
+	}
+	return out
+}
+
+// unstreamed is the part of complete that the partials (streamed) did not
+// carry: all of it when nothing streamed, the rest when the partials were
+// its beginning, nothing when they diverged (the partials stand).
+func unstreamed(complete, streamed string) string {
+	if streamed == "" {
+		return complete
+	}
+	if rest, ok := strings.CutPrefix(complete, streamed); ok {
+		return rest
+	}
+	return ""
+}
+
+// End returns the run's final event at the end of the stream. done says
+// the stream ended with [DONE]; without it, a stream that closed before a
+// final response was broken: the run is interrupted, never completed.
+func (d *StreamDecoder) End(done bool) bridge.Event {
+	d.done = true
+	f := &bridge.Final{Status: bridge.StatusCompleted, StopReason: stopReason(d.finish)}
+	if f.StopReason == "" {
+		f.StopReason = bridge.StopEndTurn
+	}
+	if !d.usage.IsZero() {
+		u := d.usage
+		f.Usage = &u
+	}
+	if !d.final && !done {
+		f = &bridge.Final{Status: bridge.StatusInterrupted, Reason: "the ADK stream closed before the run's final response"}
+	}
+	return bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent, Final: f}
+}
+
+func hubUsage(u *UsageMetadata) *bridge.Usage {
+	if u == nil {
+		return nil
+	}
+	h := &bridge.Usage{InputTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount,
+		ReasoningTokens: u.ThoughtsTokenCount, CacheReadTokens: u.CachedContentTokenCount, TotalTokens: u.TotalTokenCount}
+	if h.IsZero() {
+		return nil
+	}
+	return h
+}
+
+// stopReason maps a genai finish reason.
+func stopReason(r string) bridge.StopReason {
+	switch r {
+	case "STOP":
+		return bridge.StopEndTurn
+	case "MAX_TOKENS":
+		return bridge.StopMaxTokens
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+		return bridge.StopContentFilter
+	}
+	return ""
+}
+
+// finishReason maps a stop reason to a genai finish reason.
+func finishReason(s bridge.StopReason) string {
+	switch s {
+	case bridge.StopEndTurn, bridge.StopSequence, bridge.StopToolUse:
+		return "STOP"
+	case bridge.StopMaxTokens:
+		return "MAX_TOKENS"
+	case bridge.StopContentFilter, bridge.StopRefusal:
+		return "SAFETY"
+	}
+	return ""
+}
+
+// errorCodeOf maps an event's errorCode: an HTTP status as text (ADK
+// passes model API errors through so), else an upstream failure.
+func errorCodeOf(code string) bridge.Code {
+	if n, err := strconv.Atoi(code); err == nil {
+		return codeOfStatus(n)
+	}
+	switch code {
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MAX_TOKENS", "MALFORMED_FUNCTION_CALL":
+		return bridge.CodeUpstream
+	case "CANCELLED", "CANCELED":
+		return bridge.CodeCanceled
+	}
+	return bridge.CodeUpstream
+}
+
+// DecodeStream reads a run_sse stream. It ends with the run's final
+// event, or an error for a stream it cannot read (CodeUpstream).
+func DecodeStream(r io.Reader) bridge.Stream {
+	return func(yield func(bridge.Event, error) bool) {
+		d := &StreamDecoder{}
+		sse := wire.NewSSEReader(r)
+		for !d.done {
+			f, err := sse.Next()
+			if errors.Is(err, io.EOF) {
+				yield(d.End(false), nil)
+				return
+			}
+			if err != nil {
+				yield(bridge.Event{}, err)
+				return
+			}
+			evs, err := d.DecodeData(f.Data)
+			if err != nil {
+				yield(bridge.Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// DecodeEvents reads the JSON array POST /run answers with: all the
+// events of the run, then its final event.
+func DecodeEvents(body []byte) ([]bridge.Event, error) {
+	if err := wire.CheckDepth(body, 128); err != nil {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk /run: answer nested too deep")
+	}
+	var evs []Event
+	if err := json.Unmarshal(body, &evs); err != nil {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk /run: the answer is not an array of ADK events")
+	}
+	d := &StreamDecoder{}
+	var out []bridge.Event
+	for i := range evs {
+		out = append(out, d.Decode(&evs[i])...)
+	}
+	if !d.done {
+		out = append(out, d.End(false))
+	}
+	return out, nil
+}

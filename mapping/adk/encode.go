@@ -1,0 +1,329 @@
+package adk
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
+)
+
+// PartialSuffix ends the id of a partial event: the delta's cursor plus
+// this suffix, so a partial never shares an id with a complete event.
+const PartialSuffix = ".p"
+
+// EncoderOptions configure an Encoder.
+type EncoderOptions struct {
+	// Author is the agent's name on the events it wrote (the app name).
+	Author string
+	// Streaming writes a partial event for each text and thought delta.
+	Streaming bool
+}
+
+// Encoder turns the hub events of one run into ADK events: a complete
+// event per model step (its text, thought and function calls), a
+// function-response event per tool result, state deltas, and an errorCode
+// event for a run that did not complete. It is not safe for concurrent
+// use.
+type Encoder struct {
+	opt      EncoderOptions
+	parts    []Part
+	calls    []string // ids of the pending calls
+	usage    *UsageMetadata
+	lastSeq  int64
+	lastTime time.Time
+	runID    string
+	done     bool
+	dropped  []string
+	skip     bool
+}
+
+// NewEncoder returns an encoder.
+func NewEncoder(opt EncoderOptions) *Encoder { return &Encoder{opt: opt} }
+
+// Done reports whether the run's final event has been encoded.
+func (e *Encoder) Done() bool { return e.done }
+
+// Dropped lists what the encoder could not carry.
+func (e *Encoder) Dropped() []string { return e.dropped }
+
+func (e *Encoder) drop(what string) {
+	for _, d := range e.dropped {
+		if d == what {
+			return
+		}
+	}
+	e.dropped = append(e.dropped, what)
+}
+
+// Skip folds ev into the encoder's state without output: the events
+// before a resume cursor.
+func (e *Encoder) Skip(ev *bridge.Event) {
+	e.skip = true
+	e.Encode(ev)
+	e.skip = false
+}
+
+// Resumed tells the encoder that the client's cursor was id (after the
+// events given to Skip). A complete event's id says the client has the
+// step folded so far; a partial's id says it has only its deltas.
+func (e *Encoder) Resumed(id string) {
+	if _, seq, partial := ParseCursor(id); !partial && seq >= 0 && seq == e.lastSeq {
+		e.parts, e.calls, e.usage = nil, nil, nil
+	}
+}
+
+// ParseCursor reads an event id the Encoder wrote: the run, the seq, and
+// whether it names a partial event.
+func ParseCursor(id string) (run string, seq int64, partial bool) {
+	base, partial := strings.CutSuffix(id, PartialSuffix)
+	run, seq, ok := bridge.ParseEventID(base)
+	if !ok {
+		return "", -1, false
+	}
+	return run, seq, partial
+}
+
+func (e *Encoder) event(ev *bridge.Event, id string) Event {
+	return Event{ID: id, InvocationID: ev.RunID, Author: e.opt.Author, Timestamp: Time(ev.Time), LongRunningToolIDs: []string{}}
+}
+
+// Encode returns the ADK events ev adds, oldest first.
+func (e *Encoder) Encode(ev *bridge.Event) []Event {
+	if e.done {
+		return nil
+	}
+	e.runID = ev.RunID
+	var out []Event
+	add := func(o Event) {
+		if !e.skip {
+			out = append(out, o)
+		}
+	}
+	constituent := func() { e.lastSeq, e.lastTime = ev.Seq, ev.Time }
+	switch ev.Kind {
+	case bridge.KindMessageStarted:
+		out = e.flush(out, "", nil)
+	case bridge.KindTextDelta, bridge.KindReasoningDelta:
+		if len(e.calls) > 0 {
+			out = e.flush(out, "", nil)
+		}
+		thought := ev.Kind == bridge.KindReasoningDelta
+		if ev.Text == "" && ev.Signature == "" {
+			break
+		}
+		if n := len(e.parts); n > 0 && e.parts[n-1].FunctionCall == nil && e.parts[n-1].Thought == thought {
+			e.parts[n-1].Text += ev.Text
+			e.parts[n-1].ThoughtSignature += ev.Signature
+		} else {
+			e.parts = append(e.parts, Part{Text: ev.Text, Thought: thought, ThoughtSignature: ev.Signature})
+		}
+		constituent()
+		if e.opt.Streaming && ev.Text != "" {
+			p := e.event(ev, ev.ID()+PartialSuffix)
+			p.Partial = true
+			p.Content = &Content{Role: "model", Parts: []Part{{Text: ev.Text, Thought: thought}}}
+			add(p)
+		}
+	case bridge.KindMessageDone, bridge.KindToolCallStarted, bridge.KindToolCallDelta:
+		if len(e.parts) > 0 {
+			constituent()
+		}
+	case bridge.KindToolCallDone:
+		if ev.ToolCall == nil {
+			break
+		}
+		args := json.RawMessage(ev.ToolCall.Arguments)
+		if strings.TrimSpace(ev.ToolCall.Arguments) == "" {
+			args = json.RawMessage("{}")
+		} else if !json.Valid(args) || wire.Kind(args) != '{' {
+			e.drop("adk:functionCall.args_not_an_object")
+			args = json.RawMessage("{}")
+		} else {
+			args = wire.Compact(args)
+		}
+		e.parts = append(e.parts, Part{FunctionCall: &FunctionCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Args: args}})
+		e.calls = append(e.calls, ev.ToolCall.ID)
+		constituent()
+	case bridge.KindUsage:
+		if u := adkUsage(ev.Usage); u != nil {
+			e.usage = u
+			if len(e.parts) > 0 {
+				constituent()
+			}
+		}
+	case bridge.KindToolResult:
+		out = e.flush(out, "", nil)
+		if ev.ToolResult == nil {
+			break
+		}
+		o := e.event(ev, ev.ID())
+		tr := ev.ToolResult
+		o.Content = &Content{Role: "user", Parts: []Part{{FunctionResponse: &FunctionResponse{ID: tr.CallID, Name: tr.Name, Response: resultObject(tr)}}}}
+		add(o)
+	case bridge.KindStateUpdate:
+		out = e.flush(out, "", nil)
+		if wire.Kind(ev.State) != '{' {
+			break
+		}
+		o := e.event(ev, ev.ID())
+		o.Actions.StateDelta = ev.State
+		add(o)
+	case bridge.KindArtifact:
+		out = e.flush(out, "", nil)
+		if ev.Artifact == nil {
+			break
+		}
+		var parts []Part
+		for _, p := range ev.Artifact.Parts {
+			switch {
+			case p.Type == bridge.PartText:
+				parts = append(parts, Part{Text: p.Text})
+			case p.Data != "":
+				parts = append(parts, Part{InlineData: &Blob{MimeType: p.MediaType, Data: p.Data}})
+			case p.URL != "":
+				parts = append(parts, Part{FileData: &FileData{MimeType: p.MediaType, FileURI: p.URL}})
+			case p.Type == bridge.PartData:
+				parts = append(parts, Part{Text: string(p.JSON)})
+			default:
+				e.drop("adk:artifact_part:" + string(p.Type))
+			}
+		}
+		if len(parts) > 0 {
+			o := e.event(ev, ev.ID())
+			o.Content = &Content{Role: "model", Parts: parts}
+			add(o)
+		}
+	case bridge.KindUserMessage:
+		out = e.flush(out, "", nil)
+		if ev.Message == nil {
+			break
+		}
+		o := UserEvent(ev.Message, ev.RunID, ev.ID())
+		add(o)
+	case bridge.KindError:
+		out = e.flush(out, "", nil)
+		if ev.Error != nil {
+			o := e.event(ev, ev.ID())
+			o.ErrorCode, o.ErrorMessage = errorCodeString(ev.Error), ev.Error.Message
+			add(o)
+		}
+	case bridge.KindFinal:
+		f := ev.Final
+		if f == nil {
+			f = &bridge.Final{Status: bridge.StatusCompleted}
+		}
+		var longRunning []string
+		if f.Status == bridge.StatusInputRequired {
+			longRunning = e.calls
+		}
+		out = e.flush(out, finishReason(f.StopReason), longRunning)
+		e.done = true
+		code, msg := "", ""
+		switch f.Status {
+		case bridge.StatusFailed:
+			code, msg = "UNKNOWN_ERROR", f.Reason
+			if f.Error != nil {
+				code, msg = errorCodeString(f.Error), f.Error.Message
+			}
+		case bridge.StatusCancelled:
+			code, msg = "CANCELLED", f.Reason
+		case bridge.StatusInterrupted:
+			code, msg = "INTERRUPTED", f.Reason
+		}
+		if code != "" {
+			o := e.event(ev, ev.ID())
+			o.ErrorCode, o.ErrorMessage = code, msg
+			o.TurnComplete = true
+			add(o)
+		}
+	}
+	return out
+}
+
+// flush returns out with the pending model step as one complete event.
+func (e *Encoder) flush(out []Event, finish string, longRunning []string) []Event {
+	if len(e.parts) == 0 {
+		if e.usage != nil && finish != "" {
+			e.usage = nil
+		}
+		return out
+	}
+	o := Event{ID: bridge.EventID(e.runID, e.lastSeq), InvocationID: e.runID, Author: e.opt.Author, Timestamp: Time(e.lastTime),
+		Content: &Content{Role: "model", Parts: e.parts}, TurnComplete: true, UsageMetadata: e.usage,
+		FinishReason: finish, LongRunningToolIDs: []string{}}
+	if len(longRunning) > 0 {
+		o.LongRunningToolIDs = longRunning
+	}
+	e.parts, e.calls, e.usage = nil, nil, nil
+	if !e.skip {
+		out = append(out, o)
+	}
+	return out
+}
+
+// UserEvent renders a user's transcript message as the ADK event the
+// session holds for it.
+func UserEvent(m *bridge.Message, runID, id string) Event {
+	c, _ := EncodeContent([]bridge.Message{*m})
+	return Event{ID: id, InvocationID: runID, Author: "user", Timestamp: Time(m.Created), Content: c, LongRunningToolIDs: []string{}}
+}
+
+// resultObject is the functionResponse.response of a tool result.
+func resultObject(tr *bridge.ToolResult) json.RawMessage {
+	for _, p := range tr.Content {
+		if p.Type == bridge.PartData && wire.Kind(p.JSON) == '{' {
+			return p.JSON
+		}
+	}
+	var text strings.Builder
+	for _, p := range tr.Content {
+		switch p.Type {
+		case bridge.PartData:
+			text.Write(p.JSON)
+		default:
+			text.WriteString(p.Text)
+		}
+	}
+	key := "result"
+	if tr.IsError {
+		key = "error"
+	}
+	o := wire.NewObj()
+	o.Str(key, text.String())
+	return o.End()
+}
+
+func adkUsage(u *bridge.Usage) *UsageMetadata {
+	if u.IsZero() {
+		return nil
+	}
+	return &UsageMetadata{PromptTokenCount: u.InputTokens, CandidatesTokenCount: u.OutputTokens,
+		ThoughtsTokenCount: u.ReasoningTokens, CachedContentTokenCount: u.CacheReadTokens, TotalTokenCount: u.TotalTokens}
+}
+
+// errorCodeString is the errorCode of an error event: the upstream's own
+// code where it had one, else the HTTP status of the error's code.
+func errorCodeString(e *bridge.Error) string {
+	if e.UpstreamCode != "" {
+		return e.UpstreamCode
+	}
+	return strconv.Itoa(Status(e.Code))
+}
+
+// AppendSSE appends one SSE frame carrying ev.
+func AppendSSE(b []byte, ev *Event) ([]byte, error) {
+	j, err := json.Marshal(ev)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, "data: "...)
+	b = append(b, j...)
+	return append(b, "\n\n"...), nil
+}
+
+// Done is the frame that ends a bridge run_sse stream (the chatkit
+// convention; ADK itself just closes the connection).
+const Done = "data: [DONE]\n\n"

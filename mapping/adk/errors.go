@@ -1,0 +1,114 @@
+package adk
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
+)
+
+// statusOf is the HTTP status the api_server answers an error code with.
+// ADK-JS answers an existing session id with 400, so CodeConflict does too.
+var statusOf = map[bridge.Code]int{
+	bridge.CodeInvalid:          http.StatusBadRequest,
+	bridge.CodeUnauthenticated:  http.StatusUnauthorized,
+	bridge.CodePermissionDenied: http.StatusForbidden,
+	bridge.CodeNotFound:         http.StatusNotFound,
+	bridge.CodeConflict:         http.StatusBadRequest,
+	bridge.CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	bridge.CodeRateLimited:      http.StatusTooManyRequests,
+	bridge.CodeUnsupported:      http.StatusNotImplemented,
+	bridge.CodeUpstream:         http.StatusBadGateway,
+	bridge.CodeUnavailable:      http.StatusServiceUnavailable,
+	bridge.CodeTimeout:          http.StatusGatewayTimeout,
+	bridge.CodeCanceled:         499,
+	bridge.CodeInternal:         http.StatusInternalServerError,
+}
+
+// Status is the HTTP status for an error code.
+func Status(c bridge.Code) int {
+	if s, ok := statusOf[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// codeOfStatus maps an upstream HTTP status to a code.
+func codeOfStatus(s int) bridge.Code {
+	switch s {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return bridge.CodeInvalid
+	case http.StatusUnauthorized:
+		return bridge.CodeUnauthenticated
+	case http.StatusForbidden:
+		return bridge.CodePermissionDenied
+	case http.StatusNotFound:
+		return bridge.CodeNotFound
+	case http.StatusConflict:
+		return bridge.CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return bridge.CodeTooLarge
+	case http.StatusTooManyRequests:
+		return bridge.CodeRateLimited
+	case http.StatusNotImplemented:
+		return bridge.CodeUnsupported
+	case http.StatusServiceUnavailable:
+		return bridge.CodeUnavailable
+	case http.StatusGatewayTimeout, http.StatusRequestTimeout:
+		return bridge.CodeTimeout
+	case 499:
+		return bridge.CodeCanceled
+	}
+	if s >= 500 {
+		return bridge.CodeUpstream
+	}
+	return bridge.CodeInvalid
+}
+
+// EncodeError renders err as the api_server does: {"error": "..."} with
+// its status. An error that is not a *bridge.Error is internal, and its
+// text is not shown.
+func EncodeError(err error) (int, []byte) {
+	be := bridge.AsError(err)
+	msg := be.Message
+	if msg == "" {
+		msg = string(be.Code)
+	}
+	b := wire.NewObj()
+	b.Str("error", msg)
+	return Status(be.Code), b.End()
+}
+
+// DecodeError reads an api_server error answer: {"error": "..."} (ADK-JS),
+// {"detail": "..."} (Python's FastAPI), or anything else (express's HTML
+// page for malformed JSON), by its status.
+func DecodeError(status int, body []byte) *bridge.Error {
+	e := &bridge.Error{Code: codeOfStatus(status), Status: status, Dialect: Dialect}
+	var o struct {
+		Error  json.RawMessage `json:"error"`
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &o) == nil {
+		for _, raw := range []json.RawMessage{o.Error, o.Detail} {
+			if len(raw) == 0 || wire.IsNull(raw) {
+				continue
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				s = string(wire.Compact(raw))
+			}
+			e.Message = s
+			break
+		}
+	}
+	if e.Message == "" {
+		e.Message = "the ADK api_server answered HTTP " + strconv.Itoa(status)
+		if t := strings.TrimSpace(string(body)); strings.HasPrefix(t, "<") {
+			e.Message += " (an HTML error page)"
+		}
+	}
+	return e
+}

@@ -1,0 +1,143 @@
+package adk
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+func TestDecodeRunRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want *RunRequest
+		code bridge.Code
+	}{
+		{"camel", `{"appName":"a","userId":"u","sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]},"streaming":true,"stateDelta":{"k":1}}`,
+			&RunRequest{AppName: "a", UserID: "u", SessionID: "s", NewMessage: &Content{Role: "user", Parts: []Part{{Text: "hi"}}}, Streaming: true, StateDelta: json.RawMessage(`{"k":1}`)}, ""},
+		{"snake", `{"app_name":"a","user_id":"u","session_id":"s","new_message":{"role":"user","parts":[{"function_response":{"id":"c1","name":"f","response":{"ok":true}}}]},"state_delta":{}}`,
+			&RunRequest{AppName: "a", UserID: "u", SessionID: "s", NewMessage: &Content{Role: "user", Parts: []Part{{FunctionResponse: &FunctionResponse{ID: "c1", Name: "f", Response: json.RawMessage(`{"ok":true}`)}}}}, StateDelta: json.RawMessage(`{}`)}, ""},
+		{"resume", `{"sessionId":"s","streaming":true,"lastEventId":"run_1:4"}`,
+			&RunRequest{SessionID: "s", Streaming: true, LastEventID: "run_1:4"}, ""},
+		{"empty", ``, nil, bridge.CodeInvalid},
+		{"not an object", `[1]`, nil, bridge.CodeInvalid},
+		{"bad json", `{"appName":`, nil, bridge.CodeInvalid},
+		{"parts not an array", `{"newMessage":{"parts":{}}}`, nil, bridge.CodeInvalid},
+		{"no parts", `{"newMessage":{"role":"user"}}`, nil, bridge.CodeInvalid},
+		{"streaming string", `{"streaming":"yes"}`, nil, bridge.CodeInvalid},
+		{"state not object", `{"stateDelta":[]}`, nil, bridge.CodeInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeRunRequest([]byte(tt.body))
+			if tt.code != "" {
+				if bridge.ErrorCode(err) != tt.code {
+					t.Fatalf("err = %v, want code %s", err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTime(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"1796202265882", time.UnixMilli(1796202265882).UTC()},
+		{"1760000001.2", time.UnixMilli(1760000001200).UTC()},
+		{"1760000001", time.Unix(1760000001, 0).UTC()},
+	} {
+		var got Time
+		if err := json.Unmarshal([]byte(tt.in), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !time.Time(got).Equal(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.in, time.Time(got), tt.want)
+		}
+	}
+	b, _ := json.Marshal(Time(time.UnixMilli(1760000001200)))
+	if string(b) != "1760000001.2" {
+		t.Errorf("marshal: %s", b)
+	}
+}
+
+// TestResume checks the encoder's resume seam: after a partial's id the
+// complete event still comes; after the complete event's id it does not.
+func TestResume(t *testing.T) {
+	evs := []bridge.Event{
+		{Kind: bridge.KindRunStarted},
+		{Kind: bridge.KindMessageStarted},
+		{Kind: bridge.KindTextDelta, Text: "a"},
+		{Kind: bridge.KindTextDelta, Text: "b"},
+		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted}},
+	}
+	for i := range evs {
+		evs[i].RunID, evs[i].Seq = "r", int64(i+1)
+	}
+	run := func(after string) []string {
+		enc := NewEncoder(EncoderOptions{Author: "x", Streaming: true})
+		_, seq, _ := ParseCursor(after)
+		var ids []string
+		for i := range evs {
+			if evs[i].Seq <= seq {
+				enc.Skip(&evs[i])
+				continue
+			}
+			if evs[i].Seq == seq+1 && after != "" {
+				enc.Resumed(after)
+			}
+			for _, o := range enc.Encode(&evs[i]) {
+				ids = append(ids, o.ID)
+			}
+		}
+		return ids
+	}
+	all := run("")
+	if diff := cmp.Diff([]string{"r:3.p", "r:4.p", "r:4"}, all); diff != "" {
+		t.Fatalf("all (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"r:4.p", "r:4"}, run("r:3.p")); diff != "" {
+		t.Errorf("after r:3.p (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"r:4"}, run("r:4.p")); diff != "" {
+		t.Errorf("after r:4.p (-want +got):\n%s", diff)
+	}
+	if got := run("r:4"); len(got) != 0 {
+		t.Errorf("after r:4: %v, want nothing", got)
+	}
+}
+
+func FuzzDecodeRunRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"appName":"a","userId":"u","sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]},"streaming":true}`,
+		`{"app_name":"a","new_message":{"parts":[{"inline_data":{"mime_type":"image/png","data":"AA=="}},{"file_data":{"file_uri":"gs://x"}}]}}`,
+		`{"sessionId":"s","lastEventId":"r:1.p"}`, `{}`, `[]`, `null`, `{"newMessage":{"parts":[{"functionCall":{"name":"f","args":{"a":[1]}}}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeRunRequest(b)
+		if err != nil {
+			if bridge.AsError(err).Code != bridge.CodeInvalid {
+				t.Fatalf("error code %s: %v", bridge.AsError(err).Code, err)
+			}
+			return
+		}
+		if r.NewMessage != nil {
+			msgs, _ := HubMessages(r.NewMessage)
+			_, _ = EncodeContent(msgs)
+		}
+	})
+}
