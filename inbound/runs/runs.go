@@ -1,6 +1,8 @@
 // Package runs serves the run API common to every dialect: a run's state,
 // its events replayed then followed (rendered in the run's inbound
-// dialect), cancel, and a session's history in a chosen dialect's shape.
+// dialect), cancel (and stop, its alias), steer, a session's history in a
+// chosen dialect's shape, and, when a dialect creates runs on this API
+// (Hermes' POST /v1/runs), run creation.
 package runs
 
 import (
@@ -19,6 +21,30 @@ type Config struct {
 	// where no run names its dialect, and runs of a dialect not listed.
 	Dialects map[string]inbound.Dialect
 	Default  inbound.Dialect
+	// Create, when set, serves POST /v1/runs (the dialect whose clients
+	// start runs on this API: Hermes).
+	Create http.Handler
+}
+
+// RunWriter is implemented by a dialect with its own run object (Hermes'
+// hermes.run): GET, cancel, stop and steer of its runs answer in it.
+type RunWriter interface {
+	// WriteRun writes the run object.
+	WriteRun(w http.ResponseWriter, r *http.Request, run *bridge.Run)
+	// WriteSteer writes the answer to an accepted steer.
+	WriteSteer(w http.ResponseWriter, run *bridge.Run)
+}
+
+// EventServer is implemented by a dialect whose resume cursors are its own
+// (Hermes numbers frames, not events): it reads the cursor of r and
+// subscribes itself.
+type EventServer interface {
+	ServeRunEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run)
+}
+
+// SteerDecoder is implemented by a dialect with its own steer body.
+type SteerDecoder interface {
+	DecodeSteer(body []byte) (bridge.Message, error)
 }
 
 // Handler serves the run API. It is safe for concurrent use.
@@ -36,8 +62,12 @@ func New(cfg Config) *Handler {
 			h.mux.HandleFunc(p, h.get)
 		case "GET /v1/runs/{run}/events":
 			h.mux.HandleFunc(p, h.events)
-		case "POST /v1/runs/{run}/cancel":
+		case "POST /v1/runs/{run}/cancel", "POST /v1/runs/{run}/stop":
 			h.mux.HandleFunc(p, h.cancel)
+		case "POST /v1/runs/{run}/steer":
+			h.mux.HandleFunc(p, h.steer)
+		case "POST /v1/runs":
+			h.mux.Handle(p, h.cfg.Create)
 		case "GET /v1/sessions/{session}/history":
 			h.mux.HandleFunc(p, h.history)
 		}
@@ -47,8 +77,12 @@ func New(cfg Config) *Handler {
 
 // Routes lists the patterns the handler serves.
 func (h *Handler) Routes() []string {
-	return []string{"GET /v1/runs/{run}", "GET /v1/runs/{run}/events", "POST /v1/runs/{run}/cancel",
-		"GET /v1/sessions/{session}/history"}
+	routes := []string{"GET /v1/runs/{run}", "GET /v1/runs/{run}/events", "POST /v1/runs/{run}/cancel",
+		"POST /v1/runs/{run}/stop", "POST /v1/runs/{run}/steer", "GET /v1/sessions/{session}/history"}
+	if h.cfg.Create != nil {
+		routes = append(routes, "POST /v1/runs")
+	}
+	return routes
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
@@ -66,6 +100,16 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		h.cfg.Default.WriteError(w, err)
 		return
 	}
+	h.writeRun(w, r, run)
+}
+
+// writeRun answers with the run object of the run's dialect, else the run
+// API's own.
+func (h *Handler) writeRun(w http.ResponseWriter, r *http.Request, run *bridge.Run) {
+	if rw, ok := h.dialect(run.Inbound).(RunWriter); ok {
+		rw.WriteRun(w, r, run)
+		return
+	}
 	writeRun(w, run)
 }
 
@@ -79,6 +123,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := h.dialect(run.Inbound)
+	if es, ok := d.(EventServer); ok {
+		es.ServeRunEvents(w, r, run)
+		return
+	}
 	after, err := cursor(id, inbound.LastEventID(r, "after"))
 	if err != nil {
 		d.WriteError(w, err)
@@ -114,7 +162,65 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		h.cfg.Default.WriteError(w, err)
 		return
 	}
-	writeRun(w, run)
+	h.writeRun(w, r, run)
+}
+
+// steer adds the body's user input to a running run (Engine.Steer). A run
+// that is not running, or has decided its outcome, answers 409 with the
+// code run_not_accepting_steer: the steer is reported back, never lost.
+func (h *Handler) steer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	run, err := h.cfg.Engine.Run(r.Context(), id)
+	if err != nil {
+		h.cfg.Default.WriteError(w, err)
+		return
+	}
+	d := h.dialect(run.Inbound)
+	body, err := inbound.ReadBody(w, r, 0)
+	if err != nil {
+		d.WriteError(w, err)
+		return
+	}
+	var msg bridge.Message
+	if sd, ok := d.(SteerDecoder); ok {
+		msg, err = sd.DecodeSteer(body)
+	} else {
+		msg, err = decodeSteer(body)
+	}
+	if err != nil {
+		d.WriteError(w, err)
+		return
+	}
+	if err := h.cfg.Engine.Steer(r.Context(), id, msg); err != nil {
+		be := bridge.AsError(err)
+		if be.Code == bridge.CodeConflict {
+			be = &bridge.Error{Code: bridge.CodeConflict, Message: be.Message, UpstreamCode: "run_not_accepting_steer"}
+		}
+		d.WriteError(w, be)
+		return
+	}
+	if rw, ok := d.(RunWriter); ok {
+		rw.WriteSteer(w, run)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "run.steer", "run_id": id, "accepted": true})
+}
+
+// decodeSteer reads the run API's steer body: {"input"|"message"|"text":
+// "..."}.
+func decodeSteer(body []byte) (bridge.Message, error) {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		return bridge.Message{}, bridge.Errorf(bridge.CodeInvalid, "request body: want a JSON object")
+	}
+	for _, k := range []string{"input", "message", "text"} {
+		var s string
+		if raw, ok := v[k]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
+			return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}, nil
+		}
+	}
+	return bridge.Message{}, bridge.Errorf(bridge.CodeInvalid, "request.input: missing (a string in input, message or text)")
 }
 
 func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
