@@ -1,0 +1,880 @@
+package responses
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
+	"github.com/bridge-dev/bridge/mapping/openai"
+	wire "github.com/bridge-dev/bridge/mapping/responses"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Engine *bridge.Engine
+	// Store holds the stored responses (the engine's store).
+	Store Store
+	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
+	MaxBody int64
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Handler serves the dialect. It is safe for concurrent use; Close stops
+// its background work.
+type Handler struct {
+	cfg   Config
+	mux   *http.ServeMux
+	rec   records
+	locks sessionLocks
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Headers the handler reads and sets (the same as every dialect's).
+const (
+	HeaderSessionID   = "X-Session-Id"
+	HeaderRunID       = "X-Run-Id"
+	HeaderClientRunID = "X-Client-Run-Id"
+)
+
+var routes = []string{
+	"POST /v1/responses",
+	"GET /v1/responses/{id}",
+	"GET /v1/responses/{id}/input_items",
+	"DELETE /v1/responses/{id}",
+	"POST /v1/responses/{id}/cancel",
+}
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), rec: records{s: cfg.Store}}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.mux.HandleFunc(routes[0], h.create)
+	h.mux.HandleFunc(routes[1], h.get)
+	h.mux.HandleFunc(routes[2], h.inputItems)
+	h.mux.HandleFunc(routes[3], h.delete)
+	h.mux.HandleFunc(routes[4], h.cancelResponse)
+	return h
+}
+
+// Routes lists the patterns the handler serves, for a parent mux.
+func (h *Handler) Routes() []string { return slices.Clone(routes) }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close stops the goroutines that store finished responses and waits for
+// them. Responses whose runs end later are stored when first read.
+func (h *Handler) Close() error {
+	h.cancel()
+	h.wg.Wait()
+	return nil
+}
+
+// Name implements inbound.Dialect.
+func (h *Handler) Name() string { return wire.Dialect }
+
+// WriteError implements inbound.Dialect: an OpenAI error object.
+func (h *Handler) WriteError(w http.ResponseWriter, err error) {
+	be := bridge.AsError(err)
+	status, body := wire.EncodeError(be)
+	w.Header().Set("Content-Type", "application/json")
+	if be.RetryAfter > 0 {
+		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// History implements inbound.Dialect: the chatkit OpenAI-compatible shape
+// (Responses has no history API of its own; input_items is per response).
+func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return openai.EncodeHistory(p) }
+
+// ---- create -----------------------------------------------------------------
+
+// render is the Run.Render of a Responses run: the response its first
+// request created.
+type render struct {
+	Response string `json:"response"`
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	cr, err := wire.DecodeRequest(body)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if cr.Background && !cr.Store {
+		h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "background",
+			Message: "background: a background response must be stored (store: true)"})
+		return
+	}
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	now := h.cfg.Now()
+	rec := &record{ID: bridge.NewID("resp_"), Prev: cr.PreviousResponseID, Created: now.Unix(), Model: cr.Hub.Model,
+		Background: cr.Background, Echo: cr.Echo}
+	req := cr.Hub
+	req.Render, _ = json.Marshal(render{Response: rec.ID})
+	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+	header := r.Header.Get(HeaderSessionID)
+	req.Detached = cr.Background || header != ""
+
+	run, err := h.start(ctx, principal, cr, rec, header)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	rec.Run, rec.Session, rec.After = run.ID, run.SessionID, run.LastSeq
+	w.Header().Set(HeaderRunID, run.ID)
+	w.Header().Set(HeaderSessionID, run.SessionID)
+	opt := streamOptions(rec)
+	if cr.Store {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.finish(principal, rec, opt)
+		}()
+	}
+	if cr.Background && !cr.Hub.Stream {
+		acc := wire.NewAccumulator(opt)
+		h.writeJSON(w, http.StatusOK, acc.Response("queued"))
+		return
+	}
+	_, events, err := h.cfg.Engine.Subscribe(ctx, run.ID, run.LastSeq)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if cr.Hub.Stream {
+		h.stream(w, r, run, events, opt, !cr.Background)
+		return
+	}
+	h.complete(w, r, run, events, opt)
+}
+
+// start resolves the request's session and transcript, starts its run and
+// records the response (when it is stored).
+func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request, rec *record, header string) (*bridge.Run, error) {
+	req := cr.Hub
+	var session string
+	switch {
+	case cr.PreviousResponseID != "":
+		prev, err := h.rec.get(ctx, principal, cr.PreviousResponseID)
+		if err != nil {
+			if bridge.ErrorCode(err) == bridge.CodeNotFound {
+				return nil, previousNotFound(cr.PreviousResponseID)
+			}
+			return nil, err
+		}
+		session = prev.Session
+		defer h.locks.lock(session)()
+		if err := h.chain(ctx, principal, prev, req); err != nil {
+			return nil, err
+		}
+	case header != "":
+		session = header
+		defer h.locks.lock(session)()
+		req.Full, req.SessionID = true, header
+		if err := h.endHead(ctx, principal, session); err != nil {
+			return nil, err
+		}
+	default:
+		req.Full = true // a session of its own
+	}
+	run, err := h.startRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if !cr.Store {
+		return run, nil
+	}
+	rec.Run, rec.Session, rec.After = run.ID, run.SessionID, run.LastSeq
+	if err := h.save(ctx, principal, rec, cr.Input, run); err != nil {
+		h.cfg.Logger.Error("store response", "response", rec.ID, "run", run.ID, "err", err)
+		_, _ = h.cfg.Engine.Abort(context.WithoutCancel(ctx), run.ID)
+		return nil, &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: 5 * time.Second,
+			Message: "the bridge cannot store responses right now"}
+	}
+	return run, nil
+}
+
+// startRun starts the run, retrying a continuation that races the engine
+// letting go of the run it continues (a conflict that lasts a moment).
+func (h *Handler) startRun(ctx context.Context, req *bridge.Request) (*bridge.Run, error) {
+	for i := 0; ; i++ {
+		run, err := h.cfg.Engine.Start(ctx, req)
+		if err == nil || bridge.ErrorCode(err) != bridge.CodeConflict || req.SessionID == "" || i >= 100 {
+			return run, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// chain sets req up to continue prev: in prev's session when prev is its
+// latest response, else (a branch) in a new session holding the
+// transcript up to prev. The caller holds prev's session lock.
+func (h *Handler) chain(ctx context.Context, principal string, prev *record, req *bridge.Request) error {
+	head, _, err := h.rec.value(ctx, kindHead, principal, prev.Session)
+	if err != nil {
+		return err
+	}
+	if head == prev.ID {
+		run, err := h.cfg.Engine.Run(ctx, prev.Run)
+		if err != nil {
+			return previousNotFound(prev.ID)
+		}
+		if run.Status == bridge.StatusRunning {
+			return &bridge.Error{Code: bridge.CodeInvalid, Param: "previous_response_id",
+				Message: fmt.Sprintf("Previous response with id '%s' is still in progress.", prev.ID)}
+		}
+		if err := h.endHead(ctx, principal, prev.Session); err != nil {
+			return err
+		}
+		req.SessionID, req.Full = prev.Session, false
+		return nil
+	}
+	end, err := h.endOf(ctx, principal, prev)
+	if err != nil {
+		return err
+	}
+	msgs, _, err := h.rec.s.Messages(ctx, prev.Session, end+1, 0)
+	if err != nil {
+		return err
+	}
+	for i := range msgs {
+		msgs[i].ID, msgs[i].RunID = "", ""
+	}
+	req.Messages = append(msgs, req.Messages...)
+	req.SessionID, req.Full = "", true
+	return nil
+}
+
+// endHead records where the session's latest response ended (its last
+// message now), before a new response adds to the session. The caller
+// holds the session's lock.
+func (h *Handler) endHead(ctx context.Context, principal, session string) error {
+	head, ok, err := h.rec.value(ctx, kindHead, principal, session)
+	if err != nil || !ok {
+		return err
+	}
+	if _, ok, err := h.rec.value(ctx, kindEnd, principal, head); err != nil || ok {
+		return err
+	}
+	pos, err := h.rec.lastPosition(ctx, session)
+	if err != nil {
+		return err
+	}
+	return h.rec.set(ctx, kindEnd, principal, head, strconv.FormatInt(pos, 10))
+}
+
+// endOf is where prev ended in its session: as recorded, else (prev's
+// successor was not made by this handler) its run's last message.
+func (h *Handler) endOf(ctx context.Context, principal string, prev *record) (int64, error) {
+	v, ok, err := h.rec.value(ctx, kindEnd, principal, prev.ID)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		return strconv.ParseInt(v, 10, 64)
+	}
+	msgs, err := h.cfg.Engine.RunMessages(ctx, prev.Run)
+	if err != nil || len(msgs) == 0 {
+		return 0, previousNotFound(prev.ID)
+	}
+	return position(msgs[len(msgs)-1].ID), nil
+}
+
+// save records a new response: its record, input items, the run's
+// segments, and the session's latest response.
+func (h *Handler) save(ctx context.Context, principal string, rec *record, input []json.RawMessage, run *bridge.Run) error {
+	if err := h.rec.put(ctx, principal, rec); err != nil {
+		return err
+	}
+	if err := h.rec.set(ctx, kindInput, principal, rec.ID, string(inputItems(rec.ID, input))); err != nil {
+		return err
+	}
+	segs, err := h.rec.segments(ctx, principal, run.ID)
+	if err != nil {
+		return err
+	}
+	segs = append(segs, segment{After: rec.After, ID: rec.ID})
+	if err := h.rec.putSegments(ctx, principal, run.ID, segs); err != nil {
+		return err
+	}
+	return h.rec.set(ctx, kindHead, principal, run.SessionID, rec.ID)
+}
+
+// inputItems gives each input item an id (its own, derived from the
+// response id) and renders them as one array.
+func inputItems(respID string, items []json.RawMessage) []byte {
+	core := strings.TrimPrefix(respID, "resp_")
+	b := []byte{'['}
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(it, &t)
+		prefix := "item"
+		switch t.Type {
+		case "message":
+			prefix = "msg"
+		case "function_call":
+			prefix = "fc"
+		case "function_call_output":
+			prefix = "fco"
+		case "reasoning":
+			prefix = "rs"
+		}
+		b = append(b, `{"id":"`...)
+		b = append(b, prefix...)
+		b = append(b, '_')
+		b = append(b, core...)
+		b = append(b, "_in"...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '"')
+		if len(it) > 2 {
+			b = append(b, ',')
+			b = append(b, it[1:]...)
+		} else {
+			b = append(b, '}')
+		}
+	}
+	return append(b, ']')
+}
+
+func streamOptions(rec *record) wire.StreamOptions {
+	return wire.StreamOptions{ID: rec.ID, Model: rec.Model, Created: rec.Created, Echo: rec.Echo, Background: rec.Background}
+}
+
+// finish stores the Response object once the response's run ends its
+// segment, so it outlives the run's events.
+func (h *Handler) finish(principal string, rec *record, opt wire.StreamOptions) {
+	ctx := bridge.WithPrincipal(h.ctx, principal)
+	acc, err := h.accumulate(ctx, rec, opt, false)
+	if err != nil || !acc.Finished() {
+		return
+	}
+	if err := h.rec.set(ctx, kindOutput, principal, rec.ID, string(acc.Response(""))); err != nil {
+		h.cfg.Logger.Warn("store response output", "response", rec.ID, "err", err)
+	}
+	h.dropped(ctx, rec.Run, acc.Dropped())
+}
+
+// accumulate folds the response's events in: up to its final, or, with
+// snapshot, only those committed now.
+func (h *Handler) accumulate(ctx context.Context, rec *record, opt wire.StreamOptions, snapshot bool) (*wire.Accumulator, error) {
+	acc := wire.NewAccumulator(opt)
+	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	if err != nil {
+		return nil, err
+	}
+	running := run.Status == bridge.StatusRunning
+	if snapshot && running && run.LastSeq <= rec.After {
+		return acc, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, events, err := h.cfg.Engine.Subscribe(ctx, rec.Run, rec.After)
+	if err != nil {
+		return nil, err
+	}
+	for ev, err := range events {
+		if err != nil {
+			return nil, err
+		}
+		acc.Add(&ev)
+		if acc.Finished() || snapshot && running && ev.Seq >= run.LastSeq {
+			break
+		}
+	}
+	if !acc.Finished() && !running {
+		// The run ended but its events are gone (retention): its outcome
+		// is all there is to say.
+		u := run.Usage
+		acc.Add(&bridge.Event{Kind: bridge.KindFinal, Time: run.Finished,
+			Final: &bridge.Final{Status: run.Status, StopReason: run.StopReason, Reason: run.Reason, Usage: &u}})
+	}
+	return acc, nil
+}
+
+// ---- answering --------------------------------------------------------------
+
+func (h *Handler) writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// complete answers a non-streaming request with the Response object; a
+// run that failed is an error response.
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+	acc := wire.NewAccumulator(opt)
+	for ev, err := range events {
+		if err != nil {
+			h.streamGone(r, run, err)
+			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
+			return
+		}
+		acc.Add(&ev)
+		if acc.Finished() {
+			break
+		}
+	}
+	inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, acc.Dropped()))
+	if err := acc.Err(); err != nil && acc.Status() == "failed" {
+		h.WriteError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, acc.Response("in_progress"))
+}
+
+// stream answers with the typed event stream. With hold, nothing is
+// written until the upstream has answered: a failure before its first
+// byte becomes an ordinary error response.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, hold bool) {
+	next, stop := iter.Pull2(events)
+	defer stop()
+	var held []bridge.Event
+	for hold {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.streamGone(r, run, err)
+			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
+			return
+		}
+		if ev.Kind == bridge.KindRunStarted {
+			held = append(held, ev)
+			continue
+		}
+		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
+			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
+			h.WriteError(w, failure(ev.Final))
+			return
+		}
+		held = append(held, ev)
+		break
+	}
+	dropped := run.Dropped
+	if cur, err := h.cfg.Engine.Run(context.WithoutCancel(r.Context()), run.ID); err == nil {
+		dropped = cur.Dropped
+	}
+	h.serveEvents(w, r, run, opt, dropped, held, next, nil)
+}
+
+// gate passes writes through once opened; before, it discards them (the
+// frames a resumed stream's client already has). serveEvents opens it at
+// the first event after seq at.
+type gate struct {
+	w    io.Writer
+	open bool
+	at   int64
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	if !g.open {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+// serveEvents writes the held events, then the rest, to the segment's
+// final. With g, writes go through it (a resume opens it at the cursor).
+func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), g *gate) {
+	inbound.SetDropped(w.Header(), dropped)
+	sw := inbound.NewSSEWriter(w)
+	w.WriteHeader(http.StatusOK)
+	var out io.Writer = sw
+	if g != nil {
+		g.w = sw
+		out = g
+	}
+	enc := wire.NewStreamEncoder(out, opt)
+	for i := range held {
+		if err := enc.Encode(&held[i]); err != nil {
+			return
+		}
+	}
+	for next != nil && !enc.Finished() {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.streamGone(r, run, err)
+			return
+		}
+		if g != nil && !g.open && ev.Seq > g.at {
+			g.open = true
+		}
+		if err := enc.Encode(&ev); err != nil {
+			return // the client went away
+		}
+	}
+	_ = enc.Close()
+	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, enc.Dropped()))
+}
+
+// ServeEvents implements inbound.Dialect: a replay (and follow) of a run's
+// events as the Responses stream of the response they belong to, each
+// frame with its event id. A replay after a cursor continues that stream:
+// the frames up to the cursor are rendered but not sent, so sequence
+// numbers, item ids and output indices carry on.
+func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
+	next, stop := iter.Pull2(events)
+	first, err, ok := next()
+	stop()
+	if ok && err != nil {
+		h.streamGone(r, run, err)
+		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
+		return
+	}
+	cursor := run.LastSeq
+	if ok {
+		cursor = first.Seq - 1
+	}
+	ctx := r.Context()
+	rec, err := h.segmentAt(ctx, run, cursor)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	_, evs, err := h.cfg.Engine.Subscribe(ctx, run.ID, rec.After)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	pull, stopAll := iter.Pull2(evs)
+	defer stopAll()
+	g := &gate{at: cursor, open: cursor <= rec.After}
+	h.serveEvents(w, r, run, streamOptions(rec), run.Dropped, nil, pull, g)
+}
+
+// segmentAt is the response of run whose events hold seq cursor+1: the
+// latest that started at or before cursor. A run of an unstored response
+// has its first response's id in Render.
+func (h *Handler) segmentAt(ctx context.Context, run *bridge.Run, cursor int64) (*record, error) {
+	principal := bridge.PrincipalFromContext(ctx)
+	segs, err := h.rec.segments(ctx, principal, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].After <= cursor {
+			if rec, err := h.rec.get(ctx, principal, segs[i].ID); err == nil {
+				return rec, nil
+			}
+			break
+		}
+	}
+	var rd render
+	_ = json.Unmarshal(run.Render, &rd)
+	if rd.Response == "" {
+		rd.Response = "resp_" + run.ID
+	}
+	return &record{ID: rd.Response, Run: run.ID, Session: run.SessionID, Created: run.Created.Unix(), Model: run.Model}, nil
+}
+
+// ---- the stored-response endpoints -----------------------------------------
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	if v := q.Get("stream"); v == "true" || v == "1" {
+		after := int64(-1)
+		if s := q.Get("starting_after"); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < -1 {
+				h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "starting_after",
+					Message: "starting_after: must be a sequence number"})
+				return
+			}
+			after = n
+		}
+		h.restream(w, r, rec, after)
+		return
+	}
+	body, err := h.object(ctx, principal, rec)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, body)
+}
+
+// object is the Response as stored once finished, else rendered from the
+// run's events so far (and stored, when it turns out finished).
+func (h *Handler) object(ctx context.Context, principal string, rec *record) ([]byte, error) {
+	if v, ok, err := h.rec.value(ctx, kindOutput, principal, rec.ID); err != nil || ok {
+		return []byte(v), err
+	}
+	acc, err := h.accumulate(ctx, rec, streamOptions(rec), true)
+	if err != nil {
+		return nil, err
+	}
+	if !acc.Finished() {
+		status := "in_progress"
+		if rec.Background && !h.started(ctx, rec) {
+			status = "queued"
+		}
+		return acc.Response(status), nil
+	}
+	body := acc.Response("")
+	if err := h.rec.set(context.WithoutCancel(ctx), kindOutput, principal, rec.ID, string(body)); err != nil {
+		h.cfg.Logger.Warn("store response output", "response", rec.ID, "err", err)
+	}
+	return body, nil
+}
+
+// started reports whether the response's run has an event past its start.
+func (h *Handler) started(ctx context.Context, rec *record) bool {
+	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	return err == nil && run.LastSeq > rec.After+1
+}
+
+// restream renders the response's stream from its start and writes the
+// events after sequence number after (-1: all), following a running one.
+func (h *Handler) restream(w http.ResponseWriter, r *http.Request, rec *record, after int64) {
+	ctx := r.Context()
+	run, events, err := h.cfg.Engine.Subscribe(ctx, rec.Run, rec.After)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	next, stop := iter.Pull2(events)
+	defer stop()
+	w.Header().Set(HeaderRunID, run.ID)
+	w.Header().Set(HeaderSessionID, run.SessionID)
+	opt := streamOptions(rec)
+	opt.Skip = after + 1
+	h.serveEvents(w, r, run, opt, run.Dropped, nil, next, nil)
+}
+
+func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "limit", Message: "limit: must be between 1 and 100"})
+			return
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	switch order {
+	case "":
+		order = "desc"
+	case "asc", "desc":
+	default:
+		h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "order", Message: "order: must be asc or desc"})
+		return
+	}
+	v, _, err := h.rec.value(ctx, kindInput, principal, rec.ID)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	var items []json.RawMessage
+	if v != "" {
+		if err := json.Unmarshal([]byte(v), &items); err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	if order == "desc" {
+		slices.Reverse(items)
+	}
+	if a := q.Get("after"); a != "" {
+		i := slices.IndexFunc(items, func(it json.RawMessage) bool { return itemID(it) == a })
+		if i < 0 {
+			h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "after", Message: fmt.Sprintf("after: no input item %q in this response", a)})
+			return
+		}
+		items = items[i+1:]
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	b := []byte(`{"object":"list","data":[`)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"first_id":`...)
+	b = appendIDOrNull(b, items, 0)
+	b = append(b, `,"last_id":`...)
+	b = appendIDOrNull(b, items, len(items)-1)
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, more)
+	b = append(b, '}')
+	h.writeJSON(w, http.StatusOK, b)
+}
+
+func itemID(it json.RawMessage) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(it, &v)
+	return v.ID
+}
+
+func appendIDOrNull(b []byte, items []json.RawMessage, i int) []byte {
+	if i < 0 || i >= len(items) {
+		return append(b, "null"...)
+	}
+	id, _ := json.Marshal(itemID(items[i]))
+	return append(b, id...)
+}
+
+// inProgress reports whether rec's segment is the one its run is running.
+func (h *Handler) inProgress(ctx context.Context, principal string, rec *record) bool {
+	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	if err != nil || run.Status != bridge.StatusRunning {
+		return false
+	}
+	segs, err := h.rec.segments(ctx, principal, rec.Run)
+	return err == nil && len(segs) > 0 && segs[len(segs)-1].ID == rec.ID
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if h.inProgress(ctx, principal, rec) {
+		if _, err := h.cfg.Engine.Abort(ctx, rec.Run); err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	tomb := &record{ID: rec.ID, Deleted: true}
+	for _, err := range []error{
+		h.rec.put(ctx, principal, tomb),
+		h.rec.set(ctx, kindInput, principal, rec.ID, ""),
+		h.rec.set(ctx, kindOutput, principal, rec.ID, ""),
+	} {
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	id, _ := json.Marshal(rec.ID)
+	b := append([]byte(`{"id":`), id...)
+	b = append(b, `,"object":"response","deleted":true}`...)
+	h.writeJSON(w, http.StatusOK, b)
+}
+
+func (h *Handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if h.inProgress(ctx, principal, rec) {
+		if _, err := h.cfg.Engine.Abort(ctx, rec.Run); err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	body, err := h.object(ctx, principal, rec)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, body)
+}
+
+// ---- helpers ----------------------------------------------------------------
+
+// streamGone logs why a subscription ended early: the client left, or the
+// store failed (the client then sees the stream cut, and can resume).
+func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
+	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
+		return
+	}
+	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
+}
+
+// dropped records what the encoder dropped on the run and returns the
+// run's whole list.
+func (h *Handler) dropped(ctx context.Context, runID string, enc []string) []string {
+	ctx = context.WithoutCancel(ctx)
+	if len(enc) > 0 {
+		if err := h.cfg.Engine.RecordDropped(ctx, runID, enc); err != nil {
+			h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
+		}
+	}
+	run, err := h.cfg.Engine.Run(ctx, runID)
+	if err != nil {
+		return enc
+	}
+	return run.Dropped
+}
+
+// failure is the error a failed final stands for.
+func failure(f *bridge.Final) *bridge.Error {
+	if f.Error != nil {
+		return f.Error
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
+}
+
+var _ inbound.Dialect = (*Handler)(nil)
