@@ -188,7 +188,7 @@ func TestAnthropicSDKStreamsOverOpenAI(t *testing.T) {
 	tap := &anthTap{}
 	c := anthClient(base, tap)
 	m, err := anthStream(ctx, c, anthropic.MessageNewParams{
-		Model: "claude-sonnet-4-5", MaxTokens: 321,
+		Model: "claude-sonnet-4-5", MaxTokens: 2048, Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
 		System:   []anthropic.TextBlockParam{{Text: "Be terse."}},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Say hello"))},
 	})
@@ -201,6 +201,13 @@ func TestAnthropicSDKStreamsOverOpenAI(t *testing.T) {
 	}
 	if sum.Text != answer || m.Model != "claude-sonnet-4-5" || !strings.HasPrefix(m.ID, "msg_run_") {
 		t.Errorf("stream text %q, id %q, model %q", sum.Text, m.ID, m.Model)
+	}
+	// What the OpenAI request could not carry is named in the trailer.
+	tap.mu.Lock()
+	trailer := tap.resp.Trailer.Get("X-Bridge-Dropped")
+	tap.mu.Unlock()
+	if trailer != "param:thinking" {
+		t.Errorf("X-Bridge-Dropped trailer %q, want param:thinking", trailer)
 	}
 	var sent struct {
 		Messages []struct {
@@ -215,7 +222,7 @@ func TestAnthropicSDKStreamsOverOpenAI(t *testing.T) {
 	if err := json.Unmarshal(up.Requests()[0].Body, &sent); err != nil {
 		t.Fatal(err)
 	}
-	if len(sent.Messages) != 2 || sent.Messages[0].Role != "system" || sent.MaxCompletionTokens != 321 || !sent.StreamOptions.IncludeUsage {
+	if len(sent.Messages) != 2 || sent.Messages[0].Role != "system" || sent.MaxCompletionTokens != 2048 || !sent.StreamOptions.IncludeUsage {
 		t.Errorf("upstream request %s", up.Requests()[0].Body)
 	}
 }

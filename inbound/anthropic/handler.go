@@ -144,16 +144,20 @@ func streamOptions(run *bridge.Run, model string) wire.StreamOptions {
 // complete answers a non-streaming request with one message object.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
 	acc := wire.NewAccumulator(opt)
+	var final *bridge.Final
 	for ev, err := range events {
 		if err != nil {
 			h.streamGone(r, run, err)
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 			return
 		}
+		if ev.Kind == bridge.KindFinal {
+			final = ev.Final
+		}
 		acc.Add(&ev)
 	}
 	body, err := acc.Response()
-	inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, acc.Dropped()))
+	inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, final, acc.Dropped()))
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -185,19 +189,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 			continue
 		}
 		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
+			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, ev.Final, nil))
 			h.WriteError(w, finalError(ev.Final))
 			return
 		}
 		held = append(held, ev)
 		break
 	}
-	// The upstream answered: the run now knows what its outbound dropped.
-	dropped := run.Dropped
-	if cur, err := h.cfg.Engine.Run(context.WithoutCancel(r.Context()), run.ID); err == nil {
-		dropped = cur.Dropped
-	}
-	h.serveEvents(w, r, run, opt, dropped, held, next, 0)
+	// The header says what the inbound decoder dropped; the trailer the
+	// whole list, the outbound's included.
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -231,7 +232,11 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	w.WriteHeader(http.StatusOK)
 	p := newPinger(enc, h.cfg.PingInterval)
 	defer p.close()
+	var final *bridge.Final
 	for i := range held {
+		if held[i].Kind == bridge.KindFinal {
+			final = held[i].Final
+		}
 		if err := p.encode(&held[i]); err != nil {
 			return
 		}
@@ -245,13 +250,16 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 			h.streamGone(r, run, err)
 			return
 		}
+		if ev.Kind == bridge.KindFinal {
+			final = ev.Final
+		}
 		if err := p.encode(&ev); err != nil {
 			return // the client went away
 		}
 	}
 	p.close()
 	_ = enc.Close()
-	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, enc.Dropped()))
+	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, final, enc.Dropped()))
 }
 
 // pinger writes a ping when the stream has been silent for the interval.
@@ -389,20 +397,16 @@ func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
 	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
 }
 
-// dropped records what the encoder dropped on the run and returns the run's
-// whole list.
-func (h *Handler) dropped(ctx context.Context, runID string, enc []string) []string {
-	ctx = context.WithoutCancel(ctx)
-	if len(enc) > 0 {
-		if err := h.cfg.Engine.RecordDropped(ctx, runID, enc); err != nil {
-			h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
-		}
-	}
-	run, err := h.cfg.Engine.Run(ctx, runID)
+// dropped returns the whole list of what the run's translations dropped
+// (the engine's, on the final event, and the encoder's), recording the
+// encoder's on the run when it adds anything. It reads nothing from the
+// store.
+func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final, enc []string) []string {
+	all, err := inbound.Dropped(ctx, h.cfg.Engine, runID, final, enc)
 	if err != nil {
-		return enc
+		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
 	}
-	return run.Dropped
+	return all
 }
 
 func finalError(f *bridge.Final) *bridge.Error {
