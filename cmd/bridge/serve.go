@@ -15,6 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
+	inadk "github.com/bridge-dev/bridge/inbound/adk"
 	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
@@ -111,7 +112,8 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
 	aa := ina2a.New(ina2a.Config{Engine: engine, Model: cfg.Model, Card: cfg.A2A.card(), Logger: log})
 	an := inanthropic.New(inanthropic.Config{Engine: engine, CountTokens: countTokens(rt, counters), Logger: log})
-	served := []servedDialect{oa, aa, an}
+	ad := inadk.New(inadk.Config{Engine: engine, Store: store, Apps: rt.Models, Logger: log})
+	served := []servedDialect{oa, aa, an, ad}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}

@@ -1,0 +1,508 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
+	wire "github.com/bridge-dev/bridge/mapping/adk"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Engine *bridge.Engine
+	// Store keeps the ADK sessions (the engine's store).
+	Store Store
+	// Apps lists the app names for GET /list-apps (the routed models).
+	Apps func() []string
+	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
+	MaxBody int64
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Handler serves the dialect. It is safe for concurrent use.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+	mu  sync.Mutex // the session indexes
+}
+
+const sessionsPath = "/apps/{app}/users/{user}/sessions"
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Apps == nil {
+		cfg.Apps = func() []string { return nil }
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /list-apps", h.listApps)
+	h.mux.HandleFunc("GET "+sessionsPath, h.listSessions)
+	h.mux.HandleFunc("POST "+sessionsPath, h.createSession)
+	h.mux.HandleFunc("GET "+sessionsPath+"/{session}", h.getSession)
+	h.mux.HandleFunc("POST "+sessionsPath+"/{session}", h.createSessionWithID)
+	h.mux.HandleFunc("DELETE "+sessionsPath+"/{session}", h.deleteSession)
+	h.mux.HandleFunc("POST /run", h.run)
+	h.mux.HandleFunc("POST /run_sse", h.run)
+	return h
+}
+
+// Routes lists the patterns the handler serves, for a parent mux.
+func (h *Handler) Routes() []string {
+	return []string{"GET /list-apps", "GET " + sessionsPath, "POST " + sessionsPath,
+		"GET " + sessionsPath + "/{session}", "POST " + sessionsPath + "/{session}", "DELETE " + sessionsPath + "/{session}",
+		"POST /run", "POST /run_sse"}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Name implements inbound.Dialect.
+func (h *Handler) Name() string { return wire.Dialect }
+
+// WriteError implements inbound.Dialect: {"error": "..."} with its status.
+func (h *Handler) WriteError(w http.ResponseWriter, err error) {
+	var be *bridge.Error
+	if !errors.As(err, &be) {
+		h.cfg.Logger.Error("adk request failed", "err", err)
+	}
+	status, body := wire.EncodeError(err)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if be := bridge.AsError(err); be.RetryAfter > 0 {
+		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = w.Write(b)
+}
+
+func (h *Handler) listApps(w http.ResponseWriter, r *http.Request) {
+	apps := []string{}
+	for _, a := range h.cfg.Apps() {
+		if wire.ValidAppName(a) {
+			apps = append(apps, a)
+		}
+	}
+	sort.Strings(apps)
+	h.writeJSON(w, apps)
+}
+
+func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	app, user := r.PathValue("app"), r.PathValue("user")
+	ids, err := h.list(ctx, app, user)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	out := wire.SessionList{Sessions: []wire.Session{}, Page: 1}
+	for _, id := range ids {
+		rec, err := h.find(ctx, app, user, id)
+		if err != nil {
+			continue
+		}
+		s, err := h.view(ctx, rec, false)
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+		out.Sessions = append(out.Sessions, *s)
+	}
+	out.Limit, out.TotalItems, out.TotalPages = len(out.Sessions), len(out.Sessions), 1
+	h.writeJSON(w, out)
+}
+
+// createSession serves POST .../sessions: {"sessionId"?, "state"?} (a
+// client-chosen id as the Python server takes it).
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
+	id, state, err := h.sessionBody(w, r, false)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	h.created(w, r, id, state)
+}
+
+// createSessionWithID serves POST .../sessions/{session}: the body is
+// {"state": {...}} (ADK-JS) or the state itself (Python).
+func (h *Handler) createSessionWithID(w http.ResponseWriter, r *http.Request) {
+	_, state, err := h.sessionBody(w, r, true)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	h.created(w, r, r.PathValue("session"), state)
+}
+
+func (h *Handler) created(w http.ResponseWriter, r *http.Request, id string, state json.RawMessage) {
+	app, user := r.PathValue("app"), r.PathValue("user")
+	if !wire.ValidAppName(app) {
+		h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "Invalid app name: %s", app))
+		return
+	}
+	rec, err := h.create(r.Context(), app, user, id, state)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	s, err := h.view(r.Context(), rec, false)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	s.State = rec.State
+	if len(s.State) == 0 {
+		s.State = json.RawMessage("{}")
+	}
+	h.writeJSON(w, s)
+}
+
+// sessionBody reads a create body: the session id and the initial state.
+func (h *Handler) sessionBody(w http.ResponseWriter, r *http.Request, bareState bool) (string, json.RawMessage, error) {
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(body) == 0 {
+		return "", nil, nil
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal(body, &o) != nil {
+		return "", nil, bridge.Errorf(bridge.CodeInvalid, "request body: expected a JSON object")
+	}
+	var id string
+	for _, k := range []string{"sessionId", "session_id"} {
+		if v, ok := o[k]; ok && json.Unmarshal(v, &id) != nil {
+			return "", nil, bridge.Errorf(bridge.CodeInvalid, "%s: expected a string", k)
+		}
+	}
+	state := o["state"]
+	if len(state) == 0 && bareState && len(o) > 0 {
+		state = body
+	}
+	if len(state) > 0 && string(state) != "null" {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(state, &m) != nil {
+			return "", nil, bridge.Errorf(bridge.CodeInvalid, "state: expected an object")
+		}
+		state, _ = json.Marshal(m)
+	} else {
+		state = nil
+	}
+	return id, state, nil
+}
+
+func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.find(r.Context(), r.PathValue("app"), r.PathValue("user"), r.PathValue("session"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	s, err := h.view(r.Context(), rec, true)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	h.writeJSON(w, s)
+}
+
+func (h *Handler) deleteSession(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.find(r.Context(), r.PathValue("app"), r.PathValue("user"), r.PathValue("session"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if err := h.remove(r.Context(), rec); err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// render is Run.Render for ADK runs.
+type render struct {
+	Streaming bool   `json:"streaming"`
+	Author    string `json:"author"`
+}
+
+// run serves POST /run and POST /run_sse: a new turn, or (run_sse with
+// lastEventId and no newMessage) the resume of a run after that event.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
+	sse := r.URL.Path == "/run_sse"
+	ctx := r.Context()
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	req, err := wire.DecodeRunRequest(body)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	rec, err := h.find(ctx, req.AppName, req.UserID, req.SessionID)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if len(req.StateDelta) > 0 {
+		rec.State = mergeState(rec.State, req.StateDelta)
+		if err := rec.save(ctx, h.cfg.Store, h.cfg.Now().UTC()); err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	opt := wire.EncoderOptions{Author: rec.ADK.App, Streaming: sse && req.Streaming}
+	if req.NewMessage == nil {
+		if !sse {
+			h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "No newMessage: /run needs a newMessage"))
+			return
+		}
+		h.resume(w, r, rec, req, opt)
+		return
+	}
+	msgs, dropped := wire.HubMessages(req.NewMessage)
+	if len(msgs) == 0 {
+		h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "No parts in the newMessage."))
+		return
+	}
+	rd, _ := json.Marshal(render{Streaming: opt.Streaming, Author: opt.Author})
+	run, err := h.cfg.Engine.Start(ctx, &bridge.Request{Inbound: wire.Dialect, Model: rec.ADK.App, SessionID: rec.sess.ID,
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd})
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	_, events, err := h.cfg.Engine.Subscribe(ctx, run.ID, run.LastSeq)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	w.Header().Set("X-Run-Id", run.ID)
+	inbound.SetDropped(w.Header(), run.Dropped)
+	if !sse {
+		h.collect(w, r, run, events, opt)
+		return
+	}
+	h.stream(w, r, run, events, opt, "")
+}
+
+// resume serves a run_sse request with no newMessage: the events of the
+// run lastEventId names, after it.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, req *wire.RunRequest, opt wire.EncoderOptions) {
+	if req.LastEventID == "" {
+		h.WriteError(w, bridge.Errorf(bridge.CodeNotFound,
+			"no active or completed stream to resume without last_event_id: send newMessage to run, or lastEventId to resume"))
+		return
+	}
+	nothing := bridge.Errorf(bridge.CodeNotFound, "no active or completed stream for lastEventId %q in session %s", req.LastEventID, rec.ADK.ID)
+	runID, seq, _ := wire.ParseCursor(req.LastEventID)
+	if seq < 0 {
+		h.WriteError(w, nothing)
+		return
+	}
+	run, events, err := h.cfg.Engine.Subscribe(r.Context(), runID, 0)
+	if err != nil || run.SessionID != rec.sess.ID || seq > run.LastSeq && run.Status != bridge.StatusRunning {
+		h.WriteError(w, nothing)
+		return
+	}
+	w.Header().Set("X-Run-Id", run.ID)
+	h.stream(w, r, run, events, opt, req.LastEventID)
+}
+
+// stream writes a run's events as run_sse frames, then [DONE]. Nothing is
+// written until the upstream has answered: a run that fails before its
+// first output is an ordinary error answer. after is a resume cursor:
+// the events up to it are folded, not written.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, after string) {
+	ctx := r.Context()
+	enc := wire.NewEncoder(opt)
+	_, afterSeq, _ := wire.ParseCursor(after)
+	next, stop := iter.Pull2(events)
+	defer stop()
+	var held []bridge.Event
+	for after == "" {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.gone(r, run, err)
+			return
+		}
+		if ev.Kind == bridge.KindRunStarted {
+			continue
+		}
+		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed && ev.Final.Error != nil {
+			h.WriteError(w, ev.Final.Error)
+			return
+		}
+		held = append(held, ev)
+		break
+	}
+	sw := inbound.NewSSEWriter(w)
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	write := func(ev *bridge.Event) bool {
+		buf = buf[:0]
+		for _, o := range enc.Encode(ev) {
+			buf, _ = wire.AppendSSE(buf, &o)
+		}
+		if len(buf) == 0 {
+			return true
+		}
+		_, err := sw.Write(buf)
+		return err == nil
+	}
+	resumed := after == ""
+	for _, ev := range held {
+		if !write(&ev) {
+			return
+		}
+	}
+	for !enc.Done() {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			h.gone(r, run, err)
+			return
+		}
+		if !resumed {
+			if ev.Seq <= afterSeq {
+				enc.Skip(&ev)
+				continue
+			}
+			enc.Resumed(after)
+			resumed = true
+		}
+		if !write(&ev) {
+			return // the client went away; the run goes on
+		}
+	}
+	if !resumed {
+		enc.Resumed(after)
+	}
+	if enc.Done() || run.Status.Terminal() {
+		_, _ = sw.Write([]byte(wire.Done))
+	}
+	h.dropped(ctx, run.ID, enc.Dropped())
+}
+
+// collect answers POST /run: the run's events as one JSON array.
+func (h *Handler) collect(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions) {
+	enc := wire.NewEncoder(opt)
+	out := []wire.Event{}
+	any := false
+	for ev, err := range events {
+		if err != nil {
+			h.gone(r, run, err)
+			h.WriteError(w, bridge.Errorf(bridge.CodeUnavailable, "the run's events could not be read"))
+			return
+		}
+		if !any && ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed && ev.Final.Error != nil {
+			h.WriteError(w, ev.Final.Error)
+			return
+		}
+		if ev.Kind != bridge.KindRunStarted {
+			any = true
+		}
+		out = append(out, enc.Encode(&ev)...)
+	}
+	h.dropped(r.Context(), run.ID, enc.Dropped())
+	h.writeJSON(w, out)
+}
+
+func (h *Handler) gone(r *http.Request, run *bridge.Run, err error) {
+	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
+		return
+	}
+	h.cfg.Logger.Warn("adk stream ended early", "run", run.ID, "err", err)
+}
+
+func (h *Handler) dropped(ctx context.Context, runID string, d []string) {
+	if len(d) == 0 {
+		return
+	}
+	if err := h.cfg.Engine.RecordDropped(context.WithoutCancel(ctx), runID, d); err != nil {
+		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
+	}
+}
+
+// ServeEvents implements inbound.Dialect: the run API's replay of a run
+// as run_sse frames, ending with [DONE].
+func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
+	var rd render
+	_ = json.Unmarshal(run.Render, &rd)
+	if rd.Author == "" {
+		rd.Author = run.Model
+	}
+	enc := wire.NewEncoder(wire.EncoderOptions{Author: rd.Author, Streaming: true})
+	inbound.SetDropped(w.Header(), run.Dropped)
+	sw := inbound.NewSSEWriter(w)
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	for ev, err := range events {
+		if err != nil {
+			return
+		}
+		buf = buf[:0]
+		for _, o := range enc.Encode(&ev) {
+			buf, _ = wire.AppendSSE(buf, &o)
+		}
+		if len(buf) > 0 {
+			if _, err := sw.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+	if enc.Done() {
+		_, _ = sw.Write([]byte(wire.Done))
+	}
+}
+
+// History implements inbound.Dialect: the ADK session detail of the
+// page's session (events oldest first, state, session.status,
+// active_run). A session the ADK endpoints did not make is shown with
+// its bridge id, app "" and user "".
+func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) {
+	if p.Session == nil {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "Session not found")
+	}
+	rec, err := decodeRecord(p.Session)
+	if err != nil {
+		rec = &record{sess: p.Session}
+		rec.ADK.ID = p.Session.ID
+	}
+	ctx := bridge.WithPrincipal(context.Background(), p.Session.Principal)
+	s, err := h.view(ctx, rec, true)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+var _ inbound.Dialect = (*Handler)(nil)

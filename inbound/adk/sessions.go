@@ -1,0 +1,331 @@
+package adk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/adk"
+)
+
+// Store is the part of the bridge's store the handler keeps ADK sessions
+// in (a bridge.Store is one).
+type Store interface {
+	CreateSession(ctx context.Context, s *bridge.Session) error
+	Session(ctx context.Context, id string) (*bridge.Session, error)
+	UpdateSession(ctx context.Context, s *bridge.Session) error
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+}
+
+// record is what Session.State holds for an ADK session.
+type record struct {
+	ADK struct {
+		App  string `json:"app"`
+		User string `json:"user"`
+		ID   string `json:"id"`
+	} `json:"adk"`
+	State   json.RawMessage `json:"state,omitempty"`
+	Deleted bool            `json:"deleted,omitempty"`
+
+	sess *bridge.Session // the bridge session
+}
+
+func scope(principal string) string { return "adk-in:" + principal }
+
+func key(app, user, id string) string { return "k/" + app + "/" + user + "/" + id }
+
+// indexID is the bridge session whose State lists a user's ADK sessions.
+func indexID(principal, app, user string) string {
+	h := sha256.Sum256([]byte(principal + "\x00" + app + "\x00" + user))
+	return "adkidx_" + hex.EncodeToString(h[:12])
+}
+
+func decodeRecord(s *bridge.Session) (*record, error) {
+	r := &record{sess: s}
+	if err := json.Unmarshal(s.State, r); err != nil || r.ADK.ID == "" {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "Session not found: %s", s.ID)
+	}
+	return r, nil
+}
+
+func (r *record) save(ctx context.Context, st Store, now time.Time) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	r.sess.State, r.sess.Updated = b, now
+	return st.UpdateSession(ctx, r.sess)
+}
+
+// find returns the ADK session (app, user, id) of the caller. app and
+// user may be empty (a chatkit resume names only the session).
+func (h *Handler) find(ctx context.Context, app, user, id string) (*record, error) {
+	notFound := bridge.Errorf(bridge.CodeNotFound, "Session not found: %s", id)
+	if id == "" {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "Session not found: undefined")
+	}
+	p := bridge.PrincipalFromContext(ctx)
+	k := key(app, user, id)
+	if app == "" || user == "" {
+		k = "id/" + id
+	}
+	bid, err := h.cfg.Store.RemoteID(ctx, bridge.IDSession, scope(p), k)
+	if err != nil || bid == "" {
+		return nil, notFound
+	}
+	s, err := h.cfg.Store.Session(ctx, bid)
+	if err != nil {
+		if bridge.ErrorCode(err) == bridge.CodeNotFound {
+			return nil, notFound
+		}
+		return nil, err
+	}
+	if s.Principal != p {
+		return nil, notFound
+	}
+	r, err := decodeRecord(s)
+	if err != nil || r.Deleted {
+		return nil, notFound
+	}
+	if (app != "" && r.ADK.App != app) || (user != "" && r.ADK.User != user) {
+		return nil, notFound
+	}
+	return r, nil
+}
+
+// create makes an ADK session; id "" picks one.
+func (h *Handler) create(ctx context.Context, app, user, id string, state json.RawMessage) (*record, error) {
+	if id == "" {
+		id = bridge.NewID("s-")
+	}
+	if _, err := h.find(ctx, app, user, id); err == nil {
+		return nil, bridge.Errorf(bridge.CodeConflict, "Session already exists: %s", id)
+	}
+	p := bridge.PrincipalFromContext(ctx)
+	now := h.cfg.Now().UTC()
+	r := &record{State: state}
+	r.ADK.App, r.ADK.User, r.ADK.ID = app, user, id
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	r.sess = &bridge.Session{ID: bridge.NewID("sess_"), Principal: p, Created: now, Updated: now, State: b}
+	if err := h.cfg.Store.CreateSession(ctx, r.sess); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{key(app, user, id), "id/" + id} {
+		if err := h.cfg.Store.PutID(ctx, bridge.IDMapping{Kind: bridge.IDSession, Scope: scope(p), Local: k, Remote: r.sess.ID}); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.index(ctx, app, user, func(ids []string) []string { return append(ids, id) }); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// remove deletes an ADK session: its keys are unmapped and it leaves the
+// user's index; the bridge session and its runs stay for retention.
+func (h *Handler) remove(ctx context.Context, r *record) error {
+	p := bridge.PrincipalFromContext(ctx)
+	r.Deleted = true
+	if err := r.save(ctx, h.cfg.Store, h.cfg.Now().UTC()); err != nil {
+		return err
+	}
+	for _, k := range []string{key(r.ADK.App, r.ADK.User, r.ADK.ID), "id/" + r.ADK.ID} {
+		if err := h.cfg.Store.PutID(ctx, bridge.IDMapping{Kind: bridge.IDSession, Scope: scope(p), Local: k, Remote: ""}); err != nil {
+			return err
+		}
+	}
+	return h.index(ctx, r.ADK.App, r.ADK.User, func(ids []string) []string {
+		return slices.DeleteFunc(ids, func(s string) bool { return s == r.ADK.ID })
+	})
+}
+
+// index edits the list of a user's ADK sessions.
+func (h *Handler) index(ctx context.Context, app, user string, edit func([]string) []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := bridge.PrincipalFromContext(ctx)
+	id := indexID(p, app, user)
+	now := h.cfg.Now().UTC()
+	s, err := h.cfg.Store.Session(ctx, id)
+	fresh := false
+	switch {
+	case bridge.ErrorCode(err) == bridge.CodeNotFound:
+		s, fresh = &bridge.Session{ID: id, Principal: p, Created: now}, true
+	case err != nil:
+		return err
+	}
+	var ids []string
+	_ = json.Unmarshal(s.State, &ids)
+	ids = edit(ids)
+	s.State, _ = json.Marshal(ids)
+	s.Updated = now
+	if fresh {
+		return h.cfg.Store.CreateSession(ctx, s)
+	}
+	return h.cfg.Store.UpdateSession(ctx, s)
+}
+
+// list returns the ids of a user's ADK sessions, oldest first.
+func (h *Handler) list(ctx context.Context, app, user string) ([]string, error) {
+	s, err := h.cfg.Store.Session(ctx, indexID(bridge.PrincipalFromContext(ctx), app, user))
+	if bridge.ErrorCode(err) == bridge.CodeNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	_ = json.Unmarshal(s.State, &ids)
+	return ids, nil
+}
+
+// mergeState applies a state delta (ADK: keys replaced, none removed).
+func mergeState(state, delta json.RawMessage) json.RawMessage {
+	if len(delta) == 0 {
+		return state
+	}
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(state, &m)
+	var d map[string]json.RawMessage
+	if json.Unmarshal(delta, &d) != nil || len(d) == 0 {
+		return state
+	}
+	for k, v := range d {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// view renders an ADK session with its events: per run, the user's input,
+// then the complete events of what the run has committed (the same ids its
+// stream carried), with session.status and active_run.
+func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.Session, error) {
+	s := &wire.Session{ID: r.ADK.ID, AppName: r.ADK.App, UserID: r.ADK.User, State: r.State,
+		LastUpdateTime: wire.Time(r.sess.Updated), Events: []wire.Event{}}
+	if !withEvents {
+		s.State = json.RawMessage("{}")
+		return s, nil
+	}
+	page, err := h.cfg.Engine.History(ctx, r.sess.ID, "", 10000)
+	if err != nil {
+		if bridge.ErrorCode(err) == bridge.CodeNotFound {
+			return s, nil
+		}
+		return nil, err
+	}
+	state := r.State
+	status := "idle"
+	for _, run := range page.Runs {
+		first := len(s.Events)
+		users := 0
+		for i := range page.Messages {
+			m := &page.Messages[i]
+			if m.RunID != run.ID || (m.Role != bridge.RoleUser && m.Role != bridge.RoleTool) {
+				continue
+			}
+			id := bridge.EventID(run.ID, 0)
+			if users > 0 {
+				id = m.ID
+			}
+			users++
+			s.Events = append(s.Events, wire.UserEvent(m, run.ID, id))
+			break // later user messages of a run are its steers, among its events
+		}
+		enc := wire.NewEncoder(wire.EncoderOptions{Author: r.ADK.App})
+		n := 0
+		if run.LastSeq > 0 {
+			cctx, cancel := context.WithCancel(ctx)
+			_, events, err := h.cfg.Engine.Subscribe(cctx, run.ID, 0)
+			if err == nil {
+				for ev, err := range events {
+					if err != nil {
+						break
+					}
+					n++
+					if ev.Kind == bridge.KindStateUpdate {
+						state = mergeState(state, ev.State)
+					}
+					s.Events = append(s.Events, enc.Encode(&ev)...)
+					if ev.Seq >= run.LastSeq {
+						break
+					}
+				}
+			}
+			cancel()
+		}
+		if n == 0 && run.Status != bridge.StatusRunning {
+			s.Events = append(s.Events, fromMessages(page.Messages, run, r.ADK.App)...)
+		}
+		if t := time.Time(lastTime(s.Events)); t.After(time.Time(s.LastUpdateTime)) {
+			s.LastUpdateTime = wire.Time(t)
+		}
+		switch run.Status {
+		case bridge.StatusRunning:
+			status = "running"
+			s.ActiveRun = &wire.ActiveRun{RunID: run.ID, EventID: bridge.EventID(run.ID, 0)}
+			if len(s.Events) > first {
+				s.ActiveRun.EventID = s.Events[len(s.Events)-1].ID
+			}
+		case bridge.StatusFailed:
+			status = "error"
+		default:
+			status = "idle"
+		}
+	}
+	s.State = state
+	s.Status = &wire.SessionStatus{Status: status}
+	if s.ActiveRun == nil {
+		s.NoActiveRun = true
+	}
+	return s, nil
+}
+
+func lastTime(evs []wire.Event) wire.Time {
+	if len(evs) == 0 {
+		return wire.Time{}
+	}
+	return evs[len(evs)-1].Timestamp
+}
+
+// fromMessages renders a finished run whose events are gone (retention)
+// from its transcript messages.
+func fromMessages(msgs []bridge.Message, run *bridge.Run, author string) []wire.Event {
+	var out []wire.Event
+	for i := range msgs {
+		m := &msgs[i]
+		if m.RunID != run.ID || m.Role != bridge.RoleAssistant {
+			continue
+		}
+		ev := wire.Event{ID: m.ID, InvocationID: run.ID, Author: author, Timestamp: wire.Time(m.Created), TurnComplete: true, LongRunningToolIDs: []string{}}
+		c := &wire.Content{Role: "model"}
+		for _, p := range m.Parts {
+			switch p.Type {
+			case bridge.PartText:
+				c.Parts = append(c.Parts, wire.Part{Text: p.Text})
+			case bridge.PartReasoning:
+				c.Parts = append(c.Parts, wire.Part{Text: p.Text, Thought: true})
+			}
+		}
+		for _, tc := range m.ToolCalls {
+			args := json.RawMessage(tc.Arguments)
+			if !json.Valid(args) {
+				args = json.RawMessage("{}")
+			}
+			c.Parts = append(c.Parts, wire.Part{FunctionCall: &wire.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}})
+		}
+		if len(c.Parts) > 0 {
+			ev.Content = c
+			out = append(out, ev)
+		}
+	}
+	return out
+}
