@@ -45,6 +45,9 @@ type StreamOptions struct {
 	// After skips the frames with seq <= After (a resume cursor): they are
 	// encoded, so the seq of later ones stays the same, but not written.
 	After int64
+	// AfterEvent skips the frames of the events with seq <= AfterEvent the
+	// same way (the part of a continued run its client has seen).
+	AfterEvent int64
 }
 
 // StreamEncoder writes a run's events as the session stream's frames
@@ -69,6 +72,8 @@ type StreamEncoder struct {
 	buf      []byte
 	dropped  []string
 	fullText string
+	evSeq    int64 // seq of the event being encoded
+	waiting  bool  // the last final was input_required: the run may go on
 }
 
 // NewStreamEncoder returns an encoder writing to w. Each frame is one Write.
@@ -100,7 +105,7 @@ func (e *StreamEncoder) drop(what string) {
 // frame writes one frame: fill adds the frame's own members.
 func (e *StreamEncoder) frame(name string, ts time.Time, fill func(o *wire.ObjWriter)) error {
 	e.seq++
-	if e.seq <= e.opt.After {
+	if e.seq <= e.opt.After || (e.evSeq > 0 && e.evSeq <= e.opt.AfterEvent) {
 		return nil
 	}
 	o := wire.NewObj()
@@ -149,10 +154,19 @@ func (e *StreamEncoder) startMessage(ev *bridge.Event) error {
 
 // Encode writes the frames of one event (none for kinds Hermes has no
 // frame for).
+//
+// A run that waited for the client's tool results (input_required) and was
+// continued goes on after its done frame: the continuation's frames follow,
+// with a new assistant message, seq counting on.
 func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 	if e.done {
-		return nil
+		if !e.waiting {
+			return nil
+		}
+		e.done, e.waiting, e.msgID, e.fullText, e.msgs = false, false, "", "", nil
+		e.usage = bridge.Usage{}
 	}
+	e.evSeq = ev.Seq
 	if e.runID == "" {
 		e.runID = ev.RunID
 	}
@@ -353,7 +367,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 		return err
 	}
 	err = e.frame(EventDone, ev.Time, nil)
-	e.done = true
+	e.done, e.waiting = true, f.Status == bridge.StatusInputRequired
 	return err
 }
 

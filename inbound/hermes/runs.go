@@ -1,0 +1,113 @@
+package hermes
+
+import (
+	"net/http"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/hermes"
+)
+
+// HeaderIdempotencyKey and HeaderReplayed are POST /v1/runs' headers.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotency-Replayed"
+)
+
+func validKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < '!' || k[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// createRun is POST /v1/runs: a turn started without a stream (202); its
+// frames are at GET /v1/runs/{id}/events. With Idempotency-Key, a retry
+// of the same body answers the run it made (Idempotency-Replayed: true);
+// another body with the key is a 409.
+func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
+	tr, body, err := h.decodeTurn(w, r)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	key := r.Header.Get(HeaderIdempotencyKey)
+	if key != "" && !validKey(key) {
+		h.WriteError(w, wire.Errorf(bridge.CodeInvalid, wire.CodeInvalidRequest, "Idempotency-Key: 1 to 255 visible ASCII characters"))
+		return
+	}
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	if key != "" {
+		h.mu.Lock()
+		ie := h.idem[sessionKey{principal, key}]
+		if ie == nil {
+			ie = &idemEntry{}
+			h.idem[sessionKey{principal, key}] = ie
+		}
+		h.mu.Unlock()
+		ie.mu.Lock() // one request per key at a time: a concurrent retry waits, then replays
+		defer ie.mu.Unlock()
+		var prior *bridge.Run
+		if ie.runID != "" {
+			prior, _ = h.cfg.Engine.Run(ctx, ie.runID)
+		} else if h.cfg.Runs != nil {
+			if pr, err := h.cfg.Runs.RunByClientID(ctx, principal, key); err == nil && pr.Principal == principal {
+				prior = pr
+			}
+		}
+		if prior != nil {
+			if renderOf(prior).BodySHA256 != bodyHash(body) {
+				h.WriteError(w, wire.Errorf(bridge.CodeConflict, wire.CodeIdempotencyConflict,
+					"Idempotency-Key %q was used with a different request body", key))
+				return
+			}
+			if live, err := h.cfg.Engine.Run(ctx, prior.ID); err == nil {
+				prior = live
+			}
+			w.Header().Set(HeaderReplayed, "true")
+			writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(prior, true))
+			return
+		}
+	}
+	var s *session
+	if tr.SessionID != "" {
+		s, err = h.lookup(ctx, tr.SessionID)
+		if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound {
+			if !validID(tr.SessionID) {
+				h.WriteError(w, wire.Errorf(bridge.CodeInvalid, wire.CodeInvalidRequest, "session_id: at most 256 visible characters"))
+				return
+			}
+			s = &session{id: tr.SessionID, created: h.cfg.Now().UTC()}
+			if err = h.register(ctx, s); err != nil && bridge.ErrorCode(err) == bridge.CodeConflict {
+				s, err = h.lookup(ctx, tr.SessionID)
+			}
+		}
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	} else {
+		s = &session{id: bridge.NewID("sess_"), created: h.cfg.Now().UTC()}
+		if err := h.register(ctx, s); err != nil {
+			h.WriteError(w, err)
+			return
+		}
+	}
+	run, err := h.startTurn(ctx, s, tr, body, key)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if key != "" {
+		h.mu.Lock()
+		h.idem[sessionKey{principal, key}].runID = run.ID
+		h.mu.Unlock()
+	}
+	w.Header().Set(HeaderSessionID, s.id)
+	writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(run, false))
+}

@@ -1,0 +1,206 @@
+package hermes
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound/hermes/hermestest"
+)
+
+type memIDs struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *memIDs) PutID(_ context.Context, m bridge.IDMapping) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]string{}
+	}
+	s.m[string(m.Kind)+"/"+m.Scope+"/"+m.Local] = m.Remote
+	return nil
+}
+
+func (s *memIDs) RemoteID(_ context.Context, kind bridge.IDKind, scope, local string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m[string(kind)+"/"+scope+"/"+local]; ok {
+		return r, nil
+	}
+	return "", bridge.Errorf(bridge.CodeNotFound, "no mapping")
+}
+
+func user(s string) bridge.Message {
+	return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}
+}
+
+func collect(t *testing.T, call *bridge.Call) ([]bridge.Event, error) {
+	t.Helper()
+	var evs []bridge.Event
+	for ev, err := range call.Events {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+func text(evs []bridge.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == bridge.KindTextDelta {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}
+
+func final(evs []bridge.Event) *bridge.Final {
+	for _, ev := range evs {
+		if ev.Kind == bridge.KindFinal {
+			return ev.Final
+		}
+	}
+	return nil
+}
+
+func TestClient(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	srv.Key = "k"
+	ids := &memIDs{}
+	c := New(Config{Name: "h", URL: srv.URL, APIKey: "k", IDs: ids})
+	ctx := t.Context()
+
+	// A tool turn: the agent's tool as its own activity, then the answer.
+	call, err := c.Open(ctx, &bridge.Request{SessionID: "local-1", Messages: []bridge.Message{
+		{Role: bridge.RoleSystem, Parts: []bridge.Part{bridge.TextPart("be brief")}}, user("tool please")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := collect(t, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(evs); got != "you said: tool please" {
+		t.Errorf("text %q", got)
+	}
+	var started, result bool
+	for _, ev := range evs {
+		switch ev.Kind {
+		case bridge.KindToolCallDone:
+			started = ev.Source == bridge.SourceAgent && ev.ToolCall.Name == "terminal" && ev.ToolCall.Arguments == `{"command":"ls"}`
+		case bridge.KindToolResult:
+			result = ev.Source == bridge.SourceAgent && ev.ToolResult.Name == "terminal"
+		case bridge.KindMessageStarted:
+			if !strings.HasPrefix(ev.ResponseID, "run_") {
+				t.Errorf("message_started names no upstream run: %+v", ev)
+			}
+		}
+	}
+	if !started || !result {
+		t.Errorf("tool activity missing: %+v", evs)
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusCompleted || f.Usage.Total() != 15 {
+		t.Errorf("final %+v", f)
+	}
+
+	// The next turn reuses the upstream session and sends only the new input.
+	call, err = c.Open(ctx, &bridge.Request{SessionID: "local-1", Messages: []bridge.Message{
+		user("tool please"), {Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("you said: tool please")}}, user("again")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err = collect(t, call); err != nil || text(evs) != "you said: again" {
+		t.Fatalf("%q %v", text(evs), err)
+	}
+	chats, _, _ := srv.Snapshot()
+	if srv.Sessions() != 1 || len(chats) != 2 || chats[1]["message"] != "again" || chats[0]["system_message"] != "be brief" {
+		t.Errorf("sessions %d chats %v", srv.Sessions(), chats)
+	}
+
+	// The upstream forgot the session: a new one, earlier turns as text.
+	srv.Forget("hs-1")
+	call, err = c.Open(ctx, &bridge.Request{SessionID: "local-1", Messages: []bridge.Message{
+		user("hi"), {Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("hello")}}, user("more")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = collect(t, call); err != nil {
+		t.Fatal(err)
+	}
+	chats, _, _ = srv.Snapshot()
+	if m := chats[len(chats)-1]["message"].(string); !strings.Contains(m, "user: hi") || !strings.HasSuffix(m, "more") {
+		t.Errorf("message %q", m)
+	}
+	if len(call.Dropped) == 0 {
+		t.Error("no dropped note for the inlined turns")
+	}
+}
+
+func TestClientFailAndAuth(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("think and fail")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := collect(t, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusFailed || !strings.Contains(f.Reason, "provider failed") {
+		t.Errorf("final %+v", f)
+	}
+	if evs[1].Kind != bridge.KindReasoningDelta || evs[1].Text != "pondering" {
+		t.Errorf("no reasoning: %+v", evs)
+	}
+	srv.Key = "right"
+	_, err = New(Config{URL: srv.URL, APIKey: "wrong"}).Open(t.Context(), &bridge.Request{SessionID: "x", Messages: []bridge.Message{user("hi")}})
+	if bridge.ErrorCode(err) != bridge.CodeUnauthenticated || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("err %v", err)
+	}
+}
+
+func TestClientStop(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("slow please")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []bridge.Event
+	n := 0
+	for ev, err := range call.Events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		if ev.Kind == bridge.KindTextDelta {
+			if n++; n == 3 {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				if err := call.Cancel(ctx); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+			}
+		}
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusCancelled {
+		t.Errorf("final %+v", f)
+	}
+	if _, stops, _ := srv.Snapshot(); len(stops) != 1 {
+		t.Errorf("stops %v", stops)
+	}
+	if err := c.Steer(t.Context(), "run_nope", "x"); bridge.ErrorCode(err) != bridge.CodeNotFound {
+		t.Errorf("steer %v", err)
+	}
+}

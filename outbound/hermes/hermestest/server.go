@@ -1,0 +1,296 @@
+// Package hermestest is a fake Hermes agent API server, written from the
+// protocol note (../shared/protocols/hermes.md): sessions, the session
+// chat stream with its named frames, and the Runs API's stop and steer.
+// Its agent is scripted by the words in the user's message:
+//
+//   - "tool" runs a terminal tool (tool.started, tool.completed) first;
+//   - "think" streams _thinking progress first;
+//   - "fail" ends the turn with error;
+//   - "slow" streams a word every Server.Delay until stopped (stop ends
+//     it with assistant.completed interrupted, then done);
+//   - anything else answers "you said: <message>" word by word.
+package hermestest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is a fake Hermes server. Close it with Close.
+type Server struct {
+	*httptest.Server
+	// Key, when set, is the bearer token every request must carry.
+	Key string
+	// Delay paces "slow" turns (default 20ms).
+	Delay time.Duration
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	runs     map[string]*run
+	n        int
+	// chats are the bodies of the chat stream requests, in order.
+	chats []map[string]any
+	// stops and steers are the run ids stopped and the texts steered.
+	stops  []string
+	steers []string
+}
+
+type session struct {
+	id       string
+	messages []map[string]any
+	active   string
+}
+
+type run struct {
+	id      string
+	stop    chan struct{}
+	stopped bool
+	done    bool
+	steers  []string
+}
+
+// New starts a server on 127.0.0.1.
+func New() *Server {
+	s := &Server{sessions: map[string]*session{}, runs: map[string]*run{}, Delay: 20 * time.Millisecond}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/sessions", s.createSession)
+	mux.HandleFunc("GET /api/sessions/{id}/messages", s.messages)
+	mux.HandleFunc("POST /api/sessions/{id}/chat/stream", s.chatStream)
+	mux.HandleFunc("POST /v1/runs/{id}/stop", s.stop)
+	mux.HandleFunc("POST /v1/runs/{id}/steer", s.steer)
+	s.Server = httptest.NewServer(s.auth(mux))
+	return s
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) auth(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.Key {
+			writeError(w, http.StatusUnauthorized, "invalid_api_key", "Invalid API key")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID string `json:"id"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if body.ID == "" {
+		s.n++
+		body.ID = fmt.Sprintf("hs-%d", s.n)
+	}
+	if _, ok := s.sessions[body.ID]; ok {
+		writeError(w, http.StatusConflict, "session_exists", "Session already exists: "+body.ID)
+		return
+	}
+	s.sessions[body.ID] = &session{id: body.ID}
+	writeJSON(w, http.StatusCreated, map[string]any{"object": "hermes.session", "session": map[string]any{"id": body.ID, "source": "api"}})
+}
+
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "session_not_found", "Session not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "session_id": sess.id, "data": sess.messages})
+}
+
+// Forget deletes a session, as if the upstream lost it.
+func (s *Server) Forget(id string) {
+	s.mu.Lock()
+	delete(s.sessions, id)
+	s.mu.Unlock()
+}
+
+// Sessions counts the sessions created.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "Invalid JSON")
+		return
+	}
+	msg, _ := body["message"].(string)
+	if msg == "" {
+		msg, _ = body["input"].(string)
+	}
+	if msg == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "message is required")
+		return
+	}
+	s.mu.Lock()
+	sess, ok := s.sessions[r.PathValue("id")]
+	if !ok {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "session_not_found", "Session not found")
+		return
+	}
+	if sess.active != "" {
+		active := sess.active
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "run_already_active", "A run is already active: "+active)
+		return
+	}
+	s.n++
+	ru := &run{id: fmt.Sprintf("run_%032x", s.n), stop: make(chan struct{})}
+	s.runs[ru.id] = ru
+	sess.active = ru.id
+	s.chats = append(s.chats, body)
+	sess.messages = append(sess.messages, map[string]any{"id": len(sess.messages) + 1, "session_id": sess.id, "role": "user", "content": msg})
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		sess.active, ru.done = "", true
+		s.mu.Unlock()
+	}()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Hermes-Session-Id", sess.id)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	seq := 0
+	frame := func(name string, payload map[string]any) bool {
+		seq++
+		payload["session_id"], payload["run_id"], payload["seq"] = sess.id, ru.id, seq
+		payload["ts"] = float64(time.Now().UnixMilli()) / 1000
+		b, _ := json.Marshal(payload)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	defer frame("done", map[string]any{})
+	mid := fmt.Sprintf("msg_%d", s.n)
+	frame("run.started", map[string]any{"user_message": map[string]any{"role": "user", "content": msg}})
+	frame("message.started", map[string]any{"message": map[string]any{"id": mid, "role": "assistant"}})
+	if strings.Contains(msg, "think") {
+		frame("tool.progress", map[string]any{"message_id": mid, "tool_name": "_thinking", "delta": "pondering"})
+	}
+	if strings.Contains(msg, "fail") {
+		frame("error", map[string]any{"message": "the model provider failed"})
+		return
+	}
+	var messages []map[string]any
+	if strings.Contains(msg, "tool") {
+		args := map[string]any{"command": "ls"}
+		frame("tool.started", map[string]any{"message_id": mid, "tool_name": "terminal", "preview": "ls", "args": args})
+		frame("tool.completed", map[string]any{"message_id": mid, "tool_name": "terminal", "preview": "ls", "args": args})
+		messages = append(messages,
+			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "terminal", "arguments": `{"command":"ls"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "tool_name": "terminal", "content": "README.md"})
+	}
+	var text strings.Builder
+	if strings.Contains(msg, "slow") {
+		for i := 0; i < 500; i++ {
+			select {
+			case <-ru.stop:
+				frame("assistant.completed", map[string]any{"message_id": mid, "content": text.String(), "completed": false, "partial": true, "interrupted": true})
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(s.Delay):
+			}
+			d := fmt.Sprintf("w%d ", i)
+			text.WriteString(d)
+			if !frame("assistant.delta", map[string]any{"message_id": mid, "delta": d}) {
+				return
+			}
+		}
+	} else {
+		for _, word := range strings.SplitAfter("you said: "+msg, " ") {
+			text.WriteString(word)
+			if !frame("assistant.delta", map[string]any{"message_id": mid, "delta": word}) {
+				return
+			}
+		}
+	}
+	frame("assistant.completed", map[string]any{"message_id": mid, "content": text.String(), "completed": true, "partial": false, "interrupted": false})
+	messages = append(messages, map[string]any{"role": "assistant", "content": text.String()})
+	s.mu.Lock()
+	for _, m := range messages {
+		m["id"], m["session_id"] = len(sess.messages)+1, sess.id
+		sess.messages = append(sess.messages, m)
+	}
+	s.mu.Unlock()
+	frame("run.completed", map[string]any{"message_id": mid, "completed": true, "messages": messages,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ru, ok := s.runs[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+		return
+	}
+	s.stops = append(s.stops, ru.id)
+	if ru.done {
+		writeJSON(w, http.StatusOK, map[string]any{"run_id": ru.id, "status": "completed"})
+		return
+	}
+	if !ru.stopped {
+		ru.stopped = true
+		close(ru.stop)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run_id": ru.id, "status": "stopping"})
+}
+
+func (s *Server) steer(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ru, ok := s.runs[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+		return
+	}
+	if ru.done || ru.stopped {
+		writeError(w, http.StatusConflict, "run_not_accepting_steer", "Run is not running")
+		return
+	}
+	text, _ := body["input"].(string)
+	ru.steers = append(ru.steers, text)
+	s.steers = append(s.steers, text)
+	writeJSON(w, http.StatusOK, map[string]any{"object": "hermes.run.steer", "run_id": ru.id, "accepted": true})
+}
+
+// Snapshot returns copies of the recorded chats, stops and steers.
+func (s *Server) Snapshot() (chats []map[string]any, stops, steers []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.chats...), append([]string(nil), s.stops...), append([]string(nil), s.steers...)
+}
