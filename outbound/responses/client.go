@@ -1,0 +1,221 @@
+// Package responses is the client for an OpenAI Responses upstream
+// (POST {base}/responses, streamed): OpenAI itself or any server that
+// speaks the API (Open Responses implementations, vLLM, Ollama, ...).
+//
+// By default the bridge keeps the state: every call sends the whole
+// transcript as input items with store: false. With Config.Stateful the
+// upstream keeps it: calls are stored (store: true) and the next model
+// call of the same session sends previous_response_id and only the
+// messages the upstream does not have yet; a chain the upstream has lost
+// (404 previous_response_not_found) or a transcript that no longer
+// extends it (an edit, a branch) is sent whole again.
+package responses
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/responses"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// IDStore is the part of bridge.Store the client records ids in.
+type IDStore interface {
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+}
+
+// Config configures a Client.
+type Config struct {
+	// Name is the upstream's configured name (the scope of its id maps).
+	Name string
+	// BaseURL is what the official SDK takes as its base URL, such as
+	// https://api.openai.com/v1; requests go to BaseURL + "/responses".
+	BaseURL string
+	// APIKey is sent as a bearer token when set. It never appears in logs,
+	// errors or history.
+	APIKey string
+	// Model replaces the request's model when set.
+	Model string
+	// Stateful lets the upstream keep the conversation (see the package
+	// doc). It needs IDs.
+	Stateful bool
+	// IDs records the upstream's response id of each run (IDRun) and, when
+	// Stateful, each session's chain (IDSession). Optional.
+	IDs IDStore
+	// Timeouts bound connecting, the first byte and the idle gap between
+	// events (zero: outbound's defaults).
+	Timeouts outbound.Timeouts
+	// HTTPClient defaults to outbound.NewHTTPClient(Timeouts, nil).
+	HTTPClient *http.Client
+}
+
+// Client calls a Responses upstream. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	url string
+}
+
+var _ bridge.Upstream = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
+	}
+	if cfg.Timeouts.Idle <= 0 {
+		cfg.Timeouts.Idle = 120 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = wire.Dialect
+	}
+	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses"}
+}
+
+// Name implements bridge.Upstream.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Dialect implements bridge.Upstream.
+func (c *Client) Dialect() string { return wire.Dialect }
+
+// maxErrorBody bounds how much of an upstream error body is read.
+const maxErrorBody = 1 << 20
+
+// chain is what the client keeps of a session's last stored upstream
+// response: its id, how many of the request's messages it covered, and
+// the fingerprint of the last of them.
+type chain struct {
+	Response string `json:"resp"`
+	N        int    `json:"n"`
+	Last     string `json:"fp"`
+}
+
+// Open sends req as a streamed create-response request. It returns an
+// error when the upstream cannot be reached or answers with a non-2xx
+// status (mapped from its error object); the call's events end with the
+// upstream's final or an error.
+func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	if c.cfg.Model != "" {
+		r := *req
+		r.Model = c.cfg.Model
+		req = &r
+	}
+	opt := wire.EncodeOptions{Store: c.cfg.Stateful}
+	if ch := c.chain(ctx, req); ch != nil {
+		opt.PreviousResponseID, opt.From = ch.Response, ch.N+1
+	}
+	resp, dropped, callCtx, cancel, err := c.send(ctx, req, opt)
+	if err != nil && opt.PreviousResponseID != "" && bridge.ErrorCode(err) == bridge.CodeNotFound {
+		// The upstream no longer has the chain: send the whole transcript.
+		opt.PreviousResponseID, opt.From = "", 0
+		resp, dropped, callCtx, cancel, err = c.send(ctx, req, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	idle := c.cfg.Timeouts.Idle
+	rc := outbound.IdleBody(resp.Body, idle, cancel)
+	runID := bridge.RunIDFromContext(ctx)
+	events := func(yield func(bridge.Event, error) bool) {
+		defer cancel(nil)
+		defer rc.Close()
+		var upstreamID string
+		for ev, err := range wire.DecodeStream(rc) {
+			if err != nil {
+				err = outbound.StreamError(callCtx, c.cfg.Name, idle, err)
+			}
+			switch {
+			case err != nil:
+			case ev.Kind == bridge.KindMessageStarted && ev.ResponseID != "":
+				upstreamID = ev.ResponseID
+				c.put(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: runID, Remote: upstreamID})
+			case ev.Kind == bridge.KindFinal:
+				c.record(ctx, req, upstreamID)
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+	return &bridge.Call{Events: events, Dropped: dropped}, nil
+}
+
+// send makes the HTTP request; the call's context (cancelled with the
+// idle timeout as its cause) and its cancel come back with the response.
+func (c *Client) send(ctx context.Context, req *bridge.Request, opt wire.EncodeOptions) (*http.Response, []string, context.Context, context.CancelCauseFunc, error) {
+	body, dropped, err := wire.EncodeRequest(req, opt)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		cancel(nil)
+		return nil, nil, nil, nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad base URL", c.cfg.Name)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		err = outbound.DoError(ctx, c.cfg.Name, err)
+		cancel(nil)
+		return nil, nil, nil, nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		cancel(nil)
+		e := wire.DecodeError(resp.StatusCode, b)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
+		}
+		return nil, nil, nil, nil, e
+	}
+	return resp, dropped, ctx, cancel, nil
+}
+
+// chain is the session's chain when req extends it: the messages it
+// covered, then the assistant message the upstream answered with.
+func (c *Client) chain(ctx context.Context, req *bridge.Request) *chain {
+	if !c.cfg.Stateful || c.cfg.IDs == nil || req.SessionID == "" {
+		return nil
+	}
+	v, err := c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, req.SessionID)
+	if err != nil {
+		return nil
+	}
+	var ch chain
+	if json.Unmarshal([]byte(v), &ch) != nil || ch.N < 1 || ch.Response == "" || len(req.Messages) <= ch.N+1 {
+		return nil
+	}
+	if req.Messages[ch.N-1].Fingerprint() != ch.Last || req.Messages[ch.N].Role != bridge.RoleAssistant {
+		return nil
+	}
+	return &ch
+}
+
+// record keeps the session's chain after a stored upstream response.
+func (c *Client) record(ctx context.Context, req *bridge.Request, upstreamID string) {
+	if !c.cfg.Stateful || upstreamID == "" || req.SessionID == "" || len(req.Messages) == 0 {
+		return
+	}
+	n := len(req.Messages)
+	b, _ := json.Marshal(chain{Response: upstreamID, N: n, Last: req.Messages[n-1].Fingerprint()})
+	c.put(ctx, bridge.IDMapping{Kind: bridge.IDSession, Scope: c.cfg.Name, Local: req.SessionID, Remote: string(b)})
+}
+
+func (c *Client) put(ctx context.Context, m bridge.IDMapping) {
+	if c.cfg.IDs == nil || m.Local == "" {
+		return
+	}
+	_ = c.cfg.IDs.PutID(context.WithoutCancel(ctx), m)
+}
