@@ -17,6 +17,7 @@ import (
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
 	inadk "github.com/bridge-dev/bridge/inbound/adk"
 	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
+	inhermes "github.com/bridge-dev/bridge/inbound/hermes"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
@@ -25,6 +26,7 @@ import (
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
 	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
 	"github.com/bridge-dev/bridge/outbound/echo"
+	outhermes "github.com/bridge-dev/bridge/outbound/hermes"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
@@ -113,7 +115,8 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	aa := ina2a.New(ina2a.Config{Engine: engine, Model: cfg.Model, Card: cfg.A2A.card(), Logger: log})
 	an := inanthropic.New(inanthropic.Config{Engine: engine, CountTokens: countTokens(rt, counters), Logger: log})
 	ad := inadk.New(inadk.Config{Engine: engine, Store: store, Apps: rt.Models, Logger: log})
-	served := []servedDialect{oa, aa, an, ad}
+	hm := inhermes.New(inhermes.Config{Engine: engine, Runs: store, Model: cfg.Model, Logger: log})
+	served := []servedDialect{oa, aa, an, ad, hm}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}
@@ -130,7 +133,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			m.routes = append(m.routes, pd.PublicRoutes()...)
 		}
 	}
-	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: byName})
+	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: byName, Create: hm.CreateRun()})
 	for _, p := range ra.Routes() {
 		mux.Handle(p, keys.Authenticate("", oa.WriteError, ra))
 	}
@@ -206,6 +209,9 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store
 	case "anthropic":
 		return outanthropic.New(outanthropic.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
 			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+	case "hermes":
+		return outhermes.New(outhermes.Config{Name: u.Name, URL: u.URL, APIKey: key, Model: u.Model, IDs: store,
+			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "a2a":
 		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
 			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
