@@ -130,12 +130,12 @@ func parseUpstream(v string) (Upstream, error) {
 			return Upstream{}, fmt.Errorf("--upstream %s: want anthropic=URL", v)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "openai", "a2a", "hermes": // hermes: the server root, such as http://127.0.0.1:8642
+	case "openai", "a2a", "hermes", "adk": // hermes and adk: the server root, such as http://127.0.0.1:8642
 		if url == "" {
 			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "responses", "adk":
+	case "responses":
 		return Upstream{}, fmt.Errorf("--upstream %s: the %s dialect is not built yet", v, dialect)
 	}
 	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)

@@ -24,6 +24,7 @@ import (
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
+	outadk "github.com/bridge-dev/bridge/outbound/adk"
 	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
 	"github.com/bridge-dev/bridge/outbound/echo"
 	outhermes "github.com/bridge-dev/bridge/outbound/hermes"
@@ -211,6 +212,9 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store
 			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "hermes":
 		return outhermes.New(outhermes.Config{Name: u.Name, URL: u.URL, APIKey: key, Model: u.Model, IDs: store,
+			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+	case "adk": // the api_server root; the app is the model name (or --model)
+		return outadk.New(outadk.Config{Name: u.Name, URL: u.URL, App: u.Model, APIKey: key, IDs: store,
 			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "a2a":
 		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,

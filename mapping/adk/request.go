@@ -337,3 +337,27 @@ func toolResponse(parts []bridge.Part) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"result": string(text)})
 	return b
 }
+
+// EncodeRunRequest renders a run request in camelCase, the only case the
+// ADK-JS server reads.
+func EncodeRunRequest(r *RunRequest) ([]byte, error) {
+	o := wire.NewObj()
+	o.Str("appName", r.AppName)
+	o.Str("userId", r.UserID)
+	o.Str("sessionId", r.SessionID)
+	if r.NewMessage != nil {
+		nm, err := json.Marshal(r.NewMessage)
+		if err != nil {
+			return nil, err
+		}
+		o.Raw("newMessage", nm)
+	}
+	o.Bool("streaming", r.Streaming)
+	if len(r.StateDelta) > 0 {
+		o.Raw("stateDelta", r.StateDelta)
+	}
+	if r.LastEventID != "" {
+		o.Str("lastEventId", r.LastEventID)
+	}
+	return o.End(), nil
+}

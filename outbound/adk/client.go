@@ -1,0 +1,332 @@
+package adk
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/adk"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// IDStore is the part of the bridge's store the client keeps its id maps
+// in (a bridge.Store is one).
+type IDStore interface {
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+}
+
+// Config configures a Client.
+type Config struct {
+	// Name is the upstream's configured name (the scope of its id maps).
+	Name string
+	// URL is the api_server's root (where /list-apps and /run_sse are).
+	URL string
+	// App replaces the request's model as the app name when set.
+	App string
+	// APIKey is sent as a bearer token when set; it never appears in
+	// logs, errors or history.
+	APIKey string
+	// IDs keeps the session map; without it every turn opens a session.
+	IDs IDStore
+	// Timeouts and HTTPClient as for every upstream.
+	Timeouts   outbound.Timeouts
+	HTTPClient *http.Client
+}
+
+// Client calls one api_server. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	root string
+}
+
+var _ bridge.Upstream = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
+	}
+	if cfg.Timeouts.Idle <= 0 {
+		cfg.Timeouts.Idle = 120 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "adk"
+	}
+	return &Client{cfg: cfg, root: strings.TrimSuffix(cfg.URL, "/")}
+}
+
+// Name implements bridge.Upstream.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Dialect implements bridge.Upstream.
+func (c *Client) Dialect() string { return wire.Dialect }
+
+const maxBody = 1 << 20
+
+// transcriptKey identifies a transcript by its user and assistant text,
+// the part every client resends the same way (tool activity of the agent
+// and system prompts are the agent's own).
+func transcriptKey(app, user string, msgs []bridge.Message) string {
+	h := sha256.New()
+	n := 0
+	h.Write([]byte(app + "\x00" + user + "\x00"))
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role != bridge.RoleUser && m.Role != bridge.RoleAssistant {
+			continue
+		}
+		t := m.Text()
+		if t == "" {
+			continue
+		}
+		n++
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+		h.Write([]byte(t))
+		h.Write([]byte{1})
+	}
+	if n == 0 {
+		return ""
+	}
+	return "adk:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// split returns the transcript before the new input and the input: the
+// messages after the last assistant message.
+func split(msgs []bridge.Message) (prefix, input []bridge.Message) {
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role != bridge.RoleAssistant {
+		i--
+	}
+	prefix, input = msgs[:i], msgs[i:]
+	kept := input[:0:0]
+	for _, m := range input {
+		if m.Role == bridge.RoleUser || m.Role == bridge.RoleTool {
+			kept = append(kept, m)
+		}
+	}
+	return prefix, kept
+}
+
+// inlined renders earlier turns as text, for a new session.
+func inlined(prefix []bridge.Message) string {
+	var b strings.Builder
+	b.WriteString("Earlier in this conversation:\n")
+	for i := range prefix {
+		m := &prefix[i]
+		if t := m.Text(); t != "" && (m.Role == bridge.RoleUser || m.Role == bridge.RoleAssistant) {
+			b.WriteString(string(m.Role) + ": " + t + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Open sends the run's new input to the app's session the transcript
+// leads to (or to a new session) with run_sse, and returns its events.
+func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	app := c.cfg.App
+	if app == "" {
+		app = req.Model
+	}
+	if !wire.ValidAppName(app) {
+		return nil, bridge.Errorf(bridge.CodeInvalid, "model %q is not an ADK app name (letters, digits and _)", app)
+	}
+	user := bridge.PrincipalFromContext(ctx)
+	if user == "" {
+		user = "bridge"
+	}
+	var dropped []string
+	for _, m := range req.Messages {
+		if m.Role == bridge.RoleSystem || m.Role == bridge.RoleDeveloper {
+			dropped = append(dropped, "adk:system_prompt")
+			break
+		}
+	}
+	if len(req.Tools) > 0 {
+		dropped = append(dropped, "tools")
+	}
+	prefix, input := split(req.Messages)
+	if len(input) == 0 {
+		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
+	}
+	content, d := wire.EncodeContent(input)
+	dropped = append(dropped, d...)
+
+	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages}
+	pkey := transcriptKey(app, user, prefix)
+	if pkey != "" && c.cfg.IDs != nil {
+		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, pkey)
+	}
+	resp, cancel, err := k.post(content)
+	if err != nil && k.session != "" && bridge.ErrorCode(err) == bridge.CodeNotFound {
+		k.session = "" // the upstream forgot the session: a new one, with the history
+		resp, cancel, err = nil, nil, nil
+	}
+	if resp == nil && err == nil {
+		if pkey != "" {
+			content.Parts = append([]wire.Part{{Text: inlined(prefix)}}, content.Parts...)
+			dropped = append(dropped, "adk:history_inlined_in_new_session")
+		}
+		if err := k.create(); err != nil {
+			return nil, err
+		}
+		resp, cancel, err = k.post(content)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.body = outbound.IdleBody(resp.Body, c.cfg.Timeouts.Idle, cancel)
+	k.cancel = cancel
+	return &bridge.Call{Events: k.events, Dropped: dropped}, nil
+}
+
+// call is one run_sse request being read.
+type call struct {
+	c          *Client
+	ctx        context.Context
+	rctx       context.Context // the run_sse request's, cancelled on an idle gap
+	app, user  string
+	session    string
+	transcript []bridge.Message
+	body       io.ReadCloser
+	cancel     context.CancelCauseFunc
+	text       strings.Builder // the run's answer text, as the transcript keeps it
+}
+
+func (k *call) sessionsURL() string {
+	return k.c.root + "/apps/" + url.PathEscape(k.app) + "/users/" + url.PathEscape(k.user) + "/sessions"
+}
+
+func (k *call) do(ctx context.Context, method, u string, body []byte, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad URL", k.c.cfg.Name)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	if k.c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+k.c.cfg.APIKey)
+	}
+	resp, err := k.c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, outbound.DoError(ctx, k.c.cfg.Name, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		e := wire.DecodeError(resp.StatusCode, b)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+// create makes a new upstream session (the server picks its id).
+func (k *call) create() error {
+	resp, err := k.do(k.ctx, http.MethodPost, k.sessionsURL(), []byte("{}"), "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var s struct {
+		ID string `json:"id"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if json.Unmarshal(b, &s) != nil || s.ID == "" {
+		return bridge.Errorf(bridge.CodeUpstream, "upstream %s: the created session has no id", k.c.cfg.Name)
+	}
+	k.session = s.ID
+	return nil
+}
+
+// post sends run_sse with the new message, when a session is known.
+func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseFunc, error) {
+	if k.session == "" {
+		return nil, nil, nil
+	}
+	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(k.ctx)
+	k.rctx = ctx
+	resp, err := k.do(ctx, http.MethodPost, k.c.root+"/run_sse", body, "text/event-stream")
+	if err != nil {
+		cancel(nil)
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+func (k *call) events(yield func(bridge.Event, error) bool) {
+	defer k.cancel(nil)
+	defer k.body.Close()
+	idle := k.c.cfg.Timeouts.Idle
+	body := &brokenReader{r: k.body}
+	for ev, err := range wire.DecodeStream(body) {
+		if err != nil && body.err != nil && k.rctx.Err() == nil {
+			// The connection broke before the final response: ADK has no
+			// resume, so the run is interrupted (never completed).
+			ev, err = bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent, Final: &bridge.Final{Status: bridge.StatusInterrupted,
+				Reason: "the ADK stream broke before the run's final response"}}, nil
+		}
+		if err != nil {
+			yield(bridge.Event{}, outbound.StreamError(k.rctx, k.c.cfg.Name, idle, err))
+			return
+		}
+		switch ev.Kind {
+		case bridge.KindTextDelta:
+			k.text.WriteString(ev.Text)
+		case bridge.KindMessageStarted:
+			k.put(bridge.IDRun, bridge.RunIDFromContext(k.ctx), ev.ResponseID)
+		case bridge.KindFinal:
+			k.finish(ev.Final)
+		}
+		if !yield(ev, nil) {
+			return
+		}
+	}
+}
+
+// finish records, after a completed run, the session the transcript now
+// leads to.
+func (k *call) finish(f *bridge.Final) {
+	if f == nil || f.Status != bridge.StatusCompleted {
+		return
+	}
+	next := append(append([]bridge.Message(nil), k.transcript...),
+		bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.text.String())}})
+	k.put(bridge.IDSession, transcriptKey(k.app, k.user, next), k.session)
+}
+
+func (k *call) put(kind bridge.IDKind, local, remote string) {
+	if k.c.cfg.IDs == nil || local == "" || remote == "" {
+		return
+	}
+	_ = k.c.cfg.IDs.PutID(context.WithoutCancel(k.ctx), bridge.IDMapping{Kind: kind, Scope: k.c.cfg.Name, Local: local, Remote: remote})
+}
+
+// brokenReader remembers a failed read (not EOF) of the stream.
+type brokenReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *brokenReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,16 @@
+// Package adk is the client for a Google ADK api_server upstream (adk
+// api_server, ADK-JS or Python). The app is the request's model name (or
+// the configured one); the ADK user is the bridge principal.
+//
+// ADK sessions are stateful: the client keeps, in the store's id map, the
+// upstream session a transcript leads to, so a turn whose history extends
+// a known transcript (an OpenAI client resending its messages, or one
+// X-Session-Id) sends only its new message to the same ADK session. A
+// transcript the client edited opens a new session with the earlier turns
+// carried in the first message (recorded as dropped).
+//
+// A run completes at the run's final response (not partial, no function
+// call left unanswered) or [DONE]; the ADK server closes the stream after
+// it. A close before that ends the run interrupted, never completed. ADK
+// has no stream resume, so there is nothing to resubscribe to.
+package adk
