@@ -90,6 +90,10 @@ type Upstream struct {
 	// answer in artifact-updates, the default) or adk (an ADK executor:
 	// the answer in working status messages). Never guessed.
 	Profile string `yaml:"profile"`
+	// Stateful lets a Responses upstream keep the conversation: each call
+	// is stored there and the next one sends previous_response_id and only
+	// the new messages (default: the whole transcript, store false).
+	Stateful bool `yaml:"stateful"`
 
 	// Breaker, Retry and Timeouts tune reliability; zero values are the
 	// defaults (outbound.BreakerConfig, RetryConfig, Timeouts).
@@ -130,13 +134,11 @@ func parseUpstream(v string) (Upstream, error) {
 			return Upstream{}, fmt.Errorf("--upstream %s: want anthropic=URL", v)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "openai", "a2a", "hermes", "adk": // hermes and adk: the server root, such as http://127.0.0.1:8642
+	case "openai", "a2a", "hermes", "adk", "responses": // hermes and adk: the server root, such as http://127.0.0.1:8642; responses: the base URL the SDK takes, such as http://host/v1
 		if url == "" {
 			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
 		}
 		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "responses":
-		return Upstream{}, fmt.Errorf("--upstream %s: the %s dialect is not built yet", v, dialect)
 	}
 	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)
 }
@@ -160,6 +162,9 @@ func (c *Config) validate() error {
 		seen[u.Name] = true
 		if u.Dialect != "echo" && u.URL == "" {
 			return fmt.Errorf("upstream %s: no url", u.Name)
+		}
+		if u.Stateful && u.Dialect != "responses" {
+			return fmt.Errorf("upstream %s: stateful is for responses upstreams", u.Name)
 		}
 		switch u.Profile {
 		case "":

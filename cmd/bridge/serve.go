@@ -19,6 +19,7 @@ import (
 	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
 	inhermes "github.com/bridge-dev/bridge/inbound/hermes"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
+	inresponses "github.com/bridge-dev/bridge/inbound/responses"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
 	"github.com/bridge-dev/bridge/otel"
@@ -29,6 +30,7 @@ import (
 	"github.com/bridge-dev/bridge/outbound/echo"
 	outhermes "github.com/bridge-dev/bridge/outbound/hermes"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
+	outresponses "github.com/bridge-dev/bridge/outbound/responses"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -43,6 +45,10 @@ type Main struct {
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
+
+	// responses is the Responses dialect, which stores finished responses
+	// in the background: closed after the engine, before the store.
+	responses *inresponses.Handler
 
 	janitorStop chan struct{}
 	janitorDone chan struct{}
@@ -117,7 +123,9 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	an := inanthropic.New(inanthropic.Config{Engine: engine, CountTokens: countTokens(rt, counters), Logger: log})
 	ad := inadk.New(inadk.Config{Engine: engine, Store: store, Apps: rt.Models, Logger: log})
 	hm := inhermes.New(inhermes.Config{Engine: engine, Runs: store, Model: cfg.Model, Logger: log})
-	served := []servedDialect{oa, aa, an, ad, hm}
+	rs := inresponses.New(inresponses.Config{Engine: engine, Store: store, Logger: log})
+	m.responses = rs
+	served := []servedDialect{oa, aa, an, ad, hm, rs}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}
@@ -216,6 +224,9 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store
 	case "adk": // the api_server root; the app is the model name (or --model)
 		return outadk.New(outadk.Config{Name: u.Name, URL: u.URL, App: u.Model, APIKey: key, IDs: store,
 			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+	case "responses":
+		return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Stateful: u.Stateful,
+			IDs: store, Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "a2a":
 		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
 			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
@@ -285,6 +296,7 @@ func (m *Main) Close(ctx context.Context) error {
 			ectx = ctx
 		}
 		_ = m.engine.Close(ectx)
+		_ = m.responses.Close()
 		m.closeErr = m.store.Close()
 		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer tcancel()
