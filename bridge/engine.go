@@ -409,6 +409,17 @@ func (e *Engine) continuation(ctx context.Context, stored, input []Message, sess
 
 func (e *Engine) register(lr *liveRun) error {
 	e.mu.Lock()
+	if old, ok := e.live[lr.run.ID]; ok && old.finishing() {
+		// The run's outcome is decided and its final on its way: a client
+		// continuing it at once (tool results right after the final event)
+		// waits the moment it takes to retire, rather than get a conflict.
+		e.mu.Unlock()
+		select {
+		case <-old.closed:
+		case <-time.After(2 * time.Second):
+		}
+		e.mu.Lock()
+	}
 	defer e.mu.Unlock()
 	if e.closing {
 		return Errorf(CodeUnavailable, "the bridge is shutting down")

@@ -508,3 +508,16 @@ func TestNewIDSortsByTime(t *testing.T) {
 		t.Errorf("ids %q then %q: want later ids to sort later, same length, unique", a, b)
 	}
 }
+
+func TestFingerprintIgnoresReasoning(t *testing.T) {
+	with := bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{
+		{Type: bridge.PartReasoning, Text: "hmm", Signature: "s"}, bridge.TextPart("answer")}}
+	without := bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("answer")}}
+	if with.Fingerprint() != without.Fingerprint() {
+		t.Error("a resent turn without its reasoning does not match the stored one")
+	}
+	other := bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("other")}}
+	if other.Fingerprint() == without.Fingerprint() {
+		t.Error("different text, same fingerprint")
+	}
+}

@@ -159,6 +159,10 @@ type Artifact struct {
 }
 
 // Usage counts tokens. A nil pointer field means "not reported".
+// InputTokens includes the cached ones (OpenAI's convention); CacheReadTokens
+// and CacheWriteTokens say how many of them were read from or written to a
+// provider's cache. Codecs of dialects that count them apart (Anthropic)
+// convert both ways.
 type Usage struct {
 	InputTokens      *int64 `json:"input_tokens,omitempty"`
 	OutputTokens     *int64 `json:"output_tokens,omitempty"`

@@ -39,6 +39,14 @@ type liveRun struct {
 	dropped bool // the run could not be created: nothing of it is stored
 }
 
+// finishing reports whether the run has decided its outcome (its final
+// event is queued or about to be).
+func (lr *liveRun) finishing() bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.steerClosed || lr.done
+}
+
 // abandon marks a run whose creation failed; its pump stops without
 // committing a final event.
 func (lr *liveRun) abandon() {

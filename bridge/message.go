@@ -104,15 +104,28 @@ func (m *Message) Text() string {
 
 // Fingerprint identifies the message's content (role, parts, tool calls),
 // ignoring ids and times, so a resent transcript can be matched against the
-// one the store holds.
+// one the store holds. Reasoning parts are left out: most clients never send
+// reasoning back (DeepSeek's rule), so a resent assistant turn lacks them.
 func (m *Message) Fingerprint() string {
+	parts := m.Parts
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartReasoning {
+			parts = make([]Part, 0, len(m.Parts))
+			for _, p := range m.Parts {
+				if p.Type != PartReasoning {
+					parts = append(parts, p)
+				}
+			}
+			break
+		}
+	}
 	b, _ := json.Marshal(struct {
 		Role       Role       `json:"r"`
 		Name       string     `json:"n,omitempty"`
 		Parts      []Part     `json:"p,omitempty"`
 		ToolCalls  []ToolCall `json:"t,omitempty"`
 		ToolCallID string     `json:"c,omitempty"`
-	}{m.Role, m.Name, m.Parts, m.ToolCalls, m.ToolCallID})
+	}{m.Role, m.Name, parts, m.ToolCalls, m.ToolCallID})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:16])
 }

@@ -47,7 +47,12 @@ func (a *assembler) add(ev *Event) {
 		a.start(t)
 		a.text.WriteString(ev.Text)
 	case KindReasoningDelta:
-		// A signature or an encrypted block closes the reasoning it belongs to.
+		// A signature or an encrypted block closes the reasoning it belongs
+		// to: reasoning after it is a part of its own, so each block goes
+		// back with its own signature.
+		if a.open == PartReasoning && (a.sig != "" || a.enc != "") {
+			a.flush()
+		}
 		a.start(PartReasoning)
 		a.text.WriteString(ev.Text)
 		if ev.Signature != "" {

@@ -42,6 +42,10 @@ type wrapped struct {
 	ep endpoint.Endpoint
 }
 
+// Unwrap returns the upstream under the middleware, for optional methods
+// an upstream may have beyond bridge.Upstream (count_tokens, say).
+func (w *wrapped) Unwrap() bridge.Upstream { return w.Upstream }
+
 func (w *wrapped) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	resp, err := w.ep(ctx, req)
 	if err != nil {
