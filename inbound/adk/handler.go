@@ -301,6 +301,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Run-Id", run.ID)
+	w.Header().Set("X-Session-Id", run.SessionID)
 	inbound.SetDropped(w.Header(), run.Dropped)
 	if !sse {
 		h.collect(w, r, run, events, opt)
@@ -318,8 +319,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 		return
 	}
 	nothing := bridge.Errorf(bridge.CodeNotFound, "no active or completed stream for lastEventId %q in session %s", req.LastEventID, rec.ADK.ID)
-	runID, seq, _ := wire.ParseCursor(req.LastEventID)
-	if seq < 0 {
+	runID, seq, ok := bridge.ParseEventID(req.LastEventID)
+	if !ok {
 		h.WriteError(w, nothing)
 		return
 	}
@@ -329,6 +330,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 		return
 	}
 	w.Header().Set("X-Run-Id", run.ID)
+	w.Header().Set("X-Session-Id", run.SessionID)
 	h.stream(w, r, run, events, opt, req.LastEventID)
 }
 
@@ -339,7 +341,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, after string) {
 	ctx := r.Context()
 	enc := wire.NewEncoder(opt)
-	_, afterSeq, _ := wire.ParseCursor(after)
+	_, afterSeq, _ := bridge.ParseEventID(after)
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -453,7 +455,8 @@ func (h *Handler) dropped(ctx context.Context, runID string, d []string) {
 }
 
 // ServeEvents implements inbound.Dialect: the run API's replay of a run
-// as run_sse frames, ending with [DONE].
+// as run_sse frames, ending with [DONE]. A replay after a cursor folds the
+// events before it first, so the complete events it writes are whole.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
 	var rd render
 	_ = json.Unmarshal(run.Render, &rd)
@@ -461,25 +464,48 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		rd.Author = run.Model
 	}
 	enc := wire.NewEncoder(wire.EncoderOptions{Author: rd.Author, Streaming: true})
+	next, stop := iter.Pull2(events)
+	defer stop()
+	first, ferr, ok := next()
+	if ok && ferr == nil && first.Seq > 1 {
+		if _, prior, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0); err == nil {
+			for ev, err := range prior {
+				if err != nil || ev.Seq >= first.Seq {
+					break
+				}
+				enc.Skip(&ev)
+			}
+		}
+		enc.Resumed(bridge.EventID(run.ID, first.Seq-1))
+	}
 	inbound.SetDropped(w.Header(), run.Dropped)
+	w.Header().Set("X-Run-Id", run.ID)
 	sw := inbound.NewSSEWriter(w)
 	w.WriteHeader(http.StatusOK)
 	var buf []byte
-	for ev, err := range events {
-		if err != nil {
-			return
-		}
+	write := func(ev *bridge.Event) bool {
 		buf = buf[:0]
-		for _, o := range enc.Encode(&ev) {
+		for _, o := range enc.Encode(ev) {
 			buf, _ = wire.AppendSSE(buf, &o)
 		}
-		if len(buf) > 0 {
-			if _, err := sw.Write(buf); err != nil {
-				return
+		if len(buf) == 0 {
+			return true
+		}
+		_, err := sw.Write(buf)
+		return err == nil
+	}
+	if ok && ferr == nil {
+		if !write(&first) {
+			return
+		}
+		for !enc.Done() {
+			ev, err, ok := next()
+			if !ok || err != nil || !write(&ev) {
+				break
 			}
 		}
 	}
-	if enc.Done() {
+	if enc.Done() || run.Status.Terminal() {
 		_, _ = sw.Write([]byte(wire.Done))
 	}
 }

@@ -12,8 +12,8 @@
 // Events to client frames: Encoder turns the hub's events of a run into ADK
 // events (partial ones while streaming, then the complete event), with
 // resumable ids: a complete event's id is the bridge cursor of the last
-// hub event folded into it, a partial event's id is its delta's cursor
-// with the suffix ".p".
+// hub event folded into it (a message_done, usage or tool call, never a
+// delta), a partial event's id is its delta's cursor.
 //
 // Timestamps are read in milliseconds (ADK-JS) or float seconds (Python);
 // they are written as float seconds. Request keys are read in camelCase

@@ -10,10 +10,6 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// PartialSuffix ends the id of a partial event: the delta's cursor plus
-// this suffix, so a partial never shares an id with a complete event.
-const PartialSuffix = ".p"
-
 // EncoderOptions configure an Encoder.
 type EncoderOptions struct {
 	// Author is the agent's name on the events it wrote (the app name).
@@ -38,6 +34,7 @@ type Encoder struct {
 	done     bool
 	dropped  []string
 	skip     bool
+	skipped  bridge.Kind // the kind of the last event given to Skip
 }
 
 // NewEncoder returns an encoder.
@@ -61,29 +58,24 @@ func (e *Encoder) drop(what string) {
 // Skip folds ev into the encoder's state without output: the events
 // before a resume cursor.
 func (e *Encoder) Skip(ev *bridge.Event) {
-	e.skip = true
+	e.skip, e.skipped = true, ev.Kind
 	e.Encode(ev)
 	e.skip = false
 }
 
 // Resumed tells the encoder that the client's cursor was id (after the
-// events given to Skip). A complete event's id says the client has the
-// step folded so far; a partial's id says it has only its deltas.
+// events given to Skip). The id of a partial event says the client has
+// only the deltas of the step folded so far; the id of a complete event
+// says it has the step.
 func (e *Encoder) Resumed(id string) {
-	if _, seq, partial := ParseCursor(id); !partial && seq >= 0 && seq == e.lastSeq {
+	_, seq, ok := bridge.ParseEventID(id)
+	if !ok || seq != e.lastSeq {
+		return
+	}
+	partial := e.opt.Streaming && (e.skipped == bridge.KindTextDelta || e.skipped == bridge.KindReasoningDelta)
+	if !partial {
 		e.parts, e.calls, e.usage = nil, nil, nil
 	}
-}
-
-// ParseCursor reads an event id the Encoder wrote: the run, the seq, and
-// whether it names a partial event.
-func ParseCursor(id string) (run string, seq int64, partial bool) {
-	base, partial := strings.CutSuffix(id, PartialSuffix)
-	run, seq, ok := bridge.ParseEventID(base)
-	if !ok {
-		return "", -1, false
-	}
-	return run, seq, partial
 }
 
 func (e *Encoder) event(ev *bridge.Event, id string) Event {
@@ -122,7 +114,7 @@ func (e *Encoder) Encode(ev *bridge.Event) []Event {
 		}
 		constituent()
 		if e.opt.Streaming && ev.Text != "" {
-			p := e.event(ev, ev.ID()+PartialSuffix)
+			p := e.event(ev, ev.ID())
 			p.Partial = true
 			p.Content = &Content{Role: "model", Parts: []Part{{Text: ev.Text, Thought: thought}}}
 			add(p)
@@ -313,11 +305,17 @@ func errorCodeString(e *bridge.Error) string {
 	return strconv.Itoa(Status(e.Code))
 }
 
-// AppendSSE appends one SSE frame carrying ev.
+// AppendSSE appends one SSE frame carrying ev, with its id also in the
+// SSE id field (for clients that resume with Last-Event-ID).
 func AppendSSE(b []byte, ev *Event) ([]byte, error) {
 	j, err := json.Marshal(ev)
 	if err != nil {
 		return b, err
+	}
+	if ev.ID != "" {
+		b = append(b, "id: "...)
+		b = append(b, ev.ID...)
+		b = append(b, '\n')
 	}
 	b = append(b, "data: "...)
 	b = append(b, j...)

@@ -81,6 +81,7 @@ func TestResume(t *testing.T) {
 		{Kind: bridge.KindMessageStarted},
 		{Kind: bridge.KindTextDelta, Text: "a"},
 		{Kind: bridge.KindTextDelta, Text: "b"},
+		{Kind: bridge.KindMessageDone},
 		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted}},
 	}
 	for i := range evs {
@@ -88,7 +89,7 @@ func TestResume(t *testing.T) {
 	}
 	run := func(after string) []string {
 		enc := NewEncoder(EncoderOptions{Author: "x", Streaming: true})
-		_, seq, _ := ParseCursor(after)
+		_, seq, _ := bridge.ParseEventID(after)
 		var ids []string
 		for i := range evs {
 			if evs[i].Seq <= seq {
@@ -105,17 +106,17 @@ func TestResume(t *testing.T) {
 		return ids
 	}
 	all := run("")
-	if diff := cmp.Diff([]string{"r:3.p", "r:4.p", "r:4"}, all); diff != "" {
+	if diff := cmp.Diff([]string{"r:3", "r:4", "r:5"}, all); diff != "" {
 		t.Fatalf("all (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"r:4.p", "r:4"}, run("r:3.p")); diff != "" {
-		t.Errorf("after r:3.p (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"r:4", "r:5"}, run("r:3")); diff != "" {
+		t.Errorf("after r:3 (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"r:4"}, run("r:4.p")); diff != "" {
-		t.Errorf("after r:4.p (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"r:5"}, run("r:4")); diff != "" {
+		t.Errorf("after r:4 (-want +got):\n%s", diff)
 	}
-	if got := run("r:4"); len(got) != 0 {
-		t.Errorf("after r:4: %v, want nothing", got)
+	if got := run("r:5"); len(got) != 0 {
+		t.Errorf("after r:5: %v, want nothing", got)
 	}
 }
 
@@ -123,7 +124,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"appName":"a","userId":"u","sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]},"streaming":true}`,
 		`{"app_name":"a","new_message":{"parts":[{"inline_data":{"mime_type":"image/png","data":"AA=="}},{"file_data":{"file_uri":"gs://x"}}]}}`,
-		`{"sessionId":"s","lastEventId":"r:1.p"}`, `{}`, `[]`, `null`, `{"newMessage":{"parts":[{"functionCall":{"name":"f","args":{"a":[1]}}}]}}`,
+		`{"sessionId":"s","lastEventId":"r:1"}`, `{}`, `[]`, `null`, `{"newMessage":{"parts":[{"functionCall":{"name":"f","args":{"a":[1]}}}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
