@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Accumulator folds a run's events into one Messages response object, for
@@ -134,55 +135,55 @@ func (a *Accumulator) Response() ([]byte, error) {
 	if drop != "" {
 		a.dropped = addDropped(a.dropped, drop)
 	}
-	w := newObj()
-	w.str("id", a.opt.ID)
-	w.str("type", "message")
-	w.str("role", "assistant")
-	w.str("model", a.opt.Model)
-	w.key("content")
-	w.b = append(w.b, '[')
+	w := wire.NewObj()
+	w.Str("id", a.opt.ID)
+	w.Str("type", "message")
+	w.Str("role", "assistant")
+	w.Str("model", a.opt.Model)
+	w.Key("content")
+	w.B = append(w.B, '[')
 	for i, blk := range a.blocks {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
-		w.b = append(w.b, a.block(blk)...)
+		w.B = append(w.B, a.block(blk)...)
 	}
-	w.b = append(w.b, ']')
-	w.str("stop_reason", reason)
-	w.raw("stop_sequence", []byte("null"))
-	w.raw("usage", appendUsage(nil, &a.usage, true))
-	return w.end(), nil
+	w.B = append(w.B, ']')
+	w.Str("stop_reason", reason)
+	w.Raw("stop_sequence", []byte("null"))
+	w.Raw("usage", appendUsage(nil, &a.usage, true))
+	return w.End(), nil
 }
 
 func (a *Accumulator) block(blk *accBlock) []byte {
-	o := newObj()
+	o := wire.NewObj()
 	switch blk.typ {
 	case blockText:
-		o.str("type", "text")
-		o.str("text", blk.text.String())
+		o.Str("type", "text")
+		o.Str("text", blk.text.String())
 	case blockThinking:
-		o.str("type", "thinking")
-		o.str("thinking", blk.text.String())
-		o.str("signature", blk.signature.String())
+		o.Str("type", "thinking")
+		o.Str("thinking", blk.text.String())
+		o.Str("signature", blk.signature.String())
 	case blockRedacted:
-		o.str("type", "redacted_thinking")
-		o.str("data", blk.data)
+		o.Str("type", "redacted_thinking")
+		o.Str("data", blk.data)
 	case blockToolUse:
-		o.str("type", "tool_use")
-		o.str("id", blk.id)
-		o.str("name", blk.name)
+		o.Str("type", "tool_use")
+		o.Str("id", blk.id)
+		o.Str("name", blk.name)
 		in := []byte(strings.TrimSpace(blk.text.String()))
 		switch {
 		case len(in) == 0:
-			o.raw("input", []byte("{}"))
-		case jsonKind(in) == '{' && json.Valid(in):
-			o.raw("input", in)
+			o.Raw("input", []byte("{}"))
+		case wire.Kind(in) == '{' && json.Valid(in):
+			o.Raw("input", in)
 		default:
 			a.dropped = addDropped(a.dropped, "tool_use.input: not a JSON object")
-			o.raw("input", []byte("{}"))
+			o.Raw("input", []byte("{}"))
 		}
 	default:
 		return blk.raw
 	}
-	return o.end()
+	return o.End()
 }

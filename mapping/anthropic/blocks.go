@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Content block types.
@@ -295,7 +296,7 @@ func rawBlocks(ev *bridge.Event) [][]byte {
 	for i := range a.Parts {
 		p := &a.Parts[i]
 		if p.Type != bridge.PartOpaque || p.Opaque == nil || p.Opaque.Dialect != Dialect ||
-			jsonKind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
+			wire.Kind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
 			return nil
 		}
 		out = append(out, p.Opaque.Data)

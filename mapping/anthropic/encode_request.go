@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // DefaultMaxTokens is the max_tokens EncodeRequest sends when neither the
@@ -135,8 +136,8 @@ func (e *reqEncoder) encode() ([]byte, error) {
 			return nil, err
 		}
 	}
-	w := newObj()
-	w.str("model", req.Model)
+	w := wire.NewObj()
+	w.Str("model", req.Model)
 
 	thinking := e.thinking()
 	if tc := req.ToolChoice; thinking > 0 && tc != nil && (tc.Mode == bridge.ToolChoiceRequired || tc.Mode == bridge.ToolChoiceTool) && len(req.Tools) > 0 {
@@ -159,23 +160,23 @@ func (e *reqEncoder) encode() ([]byte, error) {
 				e.drop("reasoning_effort")
 			}
 		}
-		w.int("max_tokens", max)
+		w.Int("max_tokens", max)
 	}
 	switch {
 	case e.systemStr != nil && e.systemMsgs == 1 && len(e.system) == 1:
-		w.str("system", *e.systemStr)
+		w.Str("system", *e.systemStr)
 	case len(e.system) > 0:
-		w.raw("system", joinArray(e.system))
+		w.Raw("system", joinArray(e.system))
 	}
-	w.key("messages")
-	w.b = append(w.b, '[')
+	w.Key("messages")
+	w.B = append(w.B, '[')
 	for i, m := range e.msgs {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
-		w.b = append(w.b, m.render()...)
+		w.B = append(w.B, m.render()...)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 
 	ntools := e.tools(w)
 	e.toolChoice(w, ntools)
@@ -183,16 +184,16 @@ func (e *reqEncoder) encode() ([]byte, error) {
 		e.sampling(w, thinking > 0)
 	}
 	if thinking > 0 {
-		t := newObj()
-		t.str("type", "enabled")
-		t.int("budget_tokens", thinking)
-		w.raw("thinking", t.end())
+		t := wire.NewObj()
+		t.Str("type", "enabled")
+		t.Int("budget_tokens", thinking)
+		w.Raw("thinking", t.End())
 	}
 	if !e.count {
-		w.bool("stream", true)
+		w.Bool("stream", true)
 	}
 	e.extras(w)
-	return w.end(), nil
+	return w.End(), nil
 }
 
 // thinking is the budget another dialect's reasoning effort asks for, 0
@@ -210,18 +211,18 @@ func (e *reqEncoder) thinking() int64 {
 	}
 }
 
-func (e *reqEncoder) sampling(w *objWriter, thinking bool) {
+func (e *reqEncoder) sampling(w *wire.ObjWriter, thinking bool) {
 	req := e.req
 	if len(req.Stop) > 0 {
-		w.key("stop_sequences")
-		w.b = append(w.b, '[')
+		w.Key("stop_sequences")
+		w.B = append(w.B, '[')
 		for i, s := range req.Stop {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				w.B = append(w.B, ',')
 			}
-			w.b = appendString(w.b, s)
+			w.B = wire.AppendString(w.B, s)
 		}
-		w.b = append(w.b, ']')
+		w.B = append(w.B, ']')
 	}
 	if t := req.Temperature; t != nil {
 		switch v := *t; {
@@ -229,32 +230,32 @@ func (e *reqEncoder) sampling(w *objWriter, thinking bool) {
 			e.drop("temperature")
 		case v > 1:
 			e.drop("temperature: clamped to 1")
-			w.float("temperature", 1)
+			w.Float("temperature", 1)
 		case v < 0:
 			e.drop("temperature: clamped to 0")
-			w.float("temperature", 0)
+			w.Float("temperature", 0)
 		default:
-			w.float("temperature", v)
+			w.Float("temperature", v)
 		}
 	}
 	if p := req.TopP; p != nil {
 		if thinking && *p < 0.95 {
 			e.drop("top_p")
 		} else {
-			w.float("top_p", *p)
+			w.Float("top_p", *p)
 		}
 	}
 	if k := req.TopK; k != nil {
 		if thinking {
 			e.drop("top_k")
 		} else {
-			w.int("top_k", *k)
+			w.Int("top_k", *k)
 		}
 	}
 	if req.User != "" {
-		m := newObj()
-		m.str("user_id", req.User)
-		w.raw("metadata", m.end())
+		m := wire.NewObj()
+		m.Str("user_id", req.User)
+		w.Raw("metadata", m.End())
 	}
 	if len(req.Metadata) > 0 {
 		e.drop("metadata")
@@ -267,8 +268,8 @@ func (e *reqEncoder) sampling(w *objWriter, thinking bool) {
 	}
 }
 
-func (e *reqEncoder) extras(w *objWriter) {
-	for _, k := range sortedKeys(e.req.Extra) {
+func (e *reqEncoder) extras(w *wire.ObjWriter) {
+	for _, k := range wire.SortedKeys(e.req.Extra) {
 		v := e.req.Extra[k]
 		if !e.same {
 			if k == "max_tokens" {
@@ -277,7 +278,7 @@ func (e *reqEncoder) extras(w *objWriter) {
 			e.drop("param:" + k)
 			continue
 		}
-		if reservedFields[k] || w.has(k) {
+		if reservedFields[k] || w.Has(k) {
 			continue
 		}
 		if e.count && !countFields[k] {
@@ -288,49 +289,49 @@ func (e *reqEncoder) extras(w *objWriter) {
 			e.drop("param:" + k)
 			continue
 		}
-		w.raw(k, compact(v))
+		w.Raw(k, wire.Compact(v))
 	}
 }
 
 // tools writes the tools and returns how many were written.
-func (e *reqEncoder) tools(w *objWriter) int {
+func (e *reqEncoder) tools(w *wire.ObjWriter) int {
 	req := e.req
 	var list [][]byte
 	for i := range req.Tools {
 		t := &req.Tools[i]
-		o := newObj()
-		o.str("name", t.Name)
+		o := wire.NewObj()
+		o.Str("name", t.Name)
 		if t.Description != "" {
-			o.str("description", t.Description)
+			o.Str("description", t.Description)
 		}
-		if len(t.Parameters) > 0 && json.Valid(t.Parameters) && jsonKind(t.Parameters) == '{' {
-			o.raw("input_schema", compact(t.Parameters))
+		if len(t.Parameters) > 0 && json.Valid(t.Parameters) && wire.Kind(t.Parameters) == '{' {
+			o.Raw("input_schema", wire.Compact(t.Parameters))
 		} else {
 			if len(t.Parameters) > 0 {
 				e.drop("tools[" + strconv.Itoa(i) + "].parameters")
 			}
-			o.raw("input_schema", []byte(`{"type":"object","properties":{}}`))
+			o.Raw("input_schema", []byte(`{"type":"object","properties":{}}`))
 		}
 		if t.Strict != nil {
-			o.bool("strict", *t.Strict)
+			o.Bool("strict", *t.Strict)
 		}
-		list = append(list, o.end())
+		list = append(list, o.End())
 	}
 	if raw, ok := req.Extra[keyServerTools]; ok && e.same {
 		var server []json.RawMessage
 		if json.Unmarshal(raw, &server) == nil {
 			for _, s := range server {
-				list = append(list, compact(s))
+				list = append(list, wire.Compact(s))
 			}
 		}
 	}
 	if len(list) > 0 {
-		w.raw("tools", joinArray(list))
+		w.Raw("tools", joinArray(list))
 	}
 	return len(list)
 }
 
-func (e *reqEncoder) toolChoice(w *objWriter, ntools int) {
+func (e *reqEncoder) toolChoice(w *wire.ObjWriter, ntools int) {
 	req := e.req
 	noParallel := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
 	if ntools == 0 {
@@ -339,30 +340,30 @@ func (e *reqEncoder) toolChoice(w *objWriter, ntools int) {
 	tc := req.ToolChoice
 	if tc == nil {
 		if noParallel {
-			w.raw("tool_choice", []byte(`{"type":"auto","disable_parallel_tool_use":true}`))
+			w.Raw("tool_choice", []byte(`{"type":"auto","disable_parallel_tool_use":true}`))
 		}
 		return
 	}
-	o := newObj()
+	o := wire.NewObj()
 	switch tc.Mode {
 	case bridge.ToolChoiceAuto, "":
-		o.str("type", "auto")
+		o.Str("type", "auto")
 	case bridge.ToolChoiceRequired:
-		o.str("type", "any")
+		o.Str("type", "any")
 	case bridge.ToolChoiceTool:
-		o.str("type", "tool")
-		o.str("name", tc.Name)
+		o.Str("type", "tool")
+		o.Str("name", tc.Name)
 	case bridge.ToolChoiceNone:
-		o.str("type", "none")
+		o.Str("type", "none")
 		noParallel = false // not a field of none
 	default:
 		e.drop("tool_choice:" + string(tc.Mode))
 		return
 	}
 	if noParallel {
-		o.bool("disable_parallel_tool_use", true)
+		o.Bool("disable_parallel_tool_use", true)
 	}
-	w.raw("tool_choice", o.end())
+	w.Raw("tool_choice", o.End())
 }
 
 func (e *reqEncoder) last() *wireMsg {
@@ -402,7 +403,7 @@ func (e *reqEncoder) systemMessage(m *bridge.Message, path string) {
 		case bridge.PartText:
 			text = p.Text
 		case bridge.PartData:
-			text = string(compact(p.JSON))
+			text = string(wire.Compact(p.JSON))
 		default:
 			e.drop(pp + ": " + string(p.Type) + " part in a system prompt")
 			continue
@@ -410,11 +411,11 @@ func (e *reqEncoder) systemMessage(m *bridge.Message, path string) {
 		if text == "" {
 			continue
 		}
-		b := newObj()
-		b.str("type", "text")
-		b.str("text", text)
+		b := wire.NewObj()
+		b.Str("type", "text")
+		b.Str("text", text)
 		e.mergeOpaque(b, p.Opaque, pp)
-		e.system = append(e.system, b.end())
+		e.system = append(e.system, b.End())
 	}
 	e.mergeOpaque(nil, m.Opaque, path)
 }
@@ -455,29 +456,29 @@ func plainText(m *bridge.Message) (string, bool) {
 }
 
 func (e *reqEncoder) toolMessage(m *bridge.Message, path string) {
-	b := newObj()
-	b.str("type", "tool_result")
-	b.str("tool_use_id", m.ToolCallID)
+	b := wire.NewObj()
+	b.Str("type", "tool_result")
+	b.Str("tool_use_id", m.ToolCallID)
 	if s, ok := plainText(m); ok && m.StringContent {
-		b.str("content", s)
+		b.Str("content", s)
 	} else if len(m.Parts) > 0 {
 		blocks := e.contentBlocks(m.Parts, path+".content")
 		if len(blocks) > 0 {
-			b.raw("content", joinArray(blocks))
+			b.Raw("content", joinArray(blocks))
 		}
 	}
 	if m.IsError {
-		b.bool("is_error", true)
+		b.Bool("is_error", true)
 	}
 	e.mergeOpaque(b, m.Opaque, path)
-	block := b.end()
+	block := b.End()
 	if last := e.last(); last != nil && last.role == "user" {
 		if last.str != nil {
-			t := newObj()
-			t.str("type", "text")
-			t.str("text", *last.str)
+			t := wire.NewObj()
+			t.Str("type", "text")
+			t.Str("text", *last.str)
 			if *last.str != "" {
-				last.blocks = append([][]byte{t.end()}, last.blocks...)
+				last.blocks = append([][]byte{t.End()}, last.blocks...)
 			}
 			last.str = nil
 		}
@@ -505,42 +506,42 @@ func (e *reqEncoder) assistantMessage(m *bridge.Message, path string) {
 			continue
 		}
 		if p.Signature != "" {
-			b := newObj()
-			b.str("type", "thinking")
-			b.str("thinking", p.Text)
-			b.str("signature", p.Signature)
+			b := wire.NewObj()
+			b.Str("type", "thinking")
+			b.Str("thinking", p.Text)
+			b.Str("signature", p.Signature)
 			e.mergeOpaque(b, p.Opaque, pp)
-			blocks = append(blocks, b.end())
+			blocks = append(blocks, b.End())
 		}
 		if p.Encrypted != "" {
-			b := newObj()
-			b.str("type", "redacted_thinking")
-			b.str("data", p.Encrypted)
+			b := wire.NewObj()
+			b.Str("type", "redacted_thinking")
+			b.Str("data", p.Encrypted)
 			if p.Signature == "" {
 				e.mergeOpaque(b, p.Opaque, pp)
 			}
-			blocks = append(blocks, b.end())
+			blocks = append(blocks, b.End())
 		}
 	}
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
 		pp := path + ".tool_calls[" + strconv.Itoa(j) + "]"
-		b := newObj()
-		b.str("type", "tool_use")
-		b.str("id", tc.ID)
-		b.str("name", tc.Name)
+		b := wire.NewObj()
+		b.Str("type", "tool_use")
+		b.Str("id", tc.ID)
+		b.Str("name", tc.Name)
 		args := strings.TrimSpace(tc.Arguments)
 		switch {
 		case args == "":
-			b.raw("input", []byte("{}"))
-		case jsonKind([]byte(args)) == '{' && json.Valid([]byte(args)):
-			b.raw("input", compact([]byte(args)))
+			b.Raw("input", []byte("{}"))
+		case wire.Kind([]byte(args)) == '{' && json.Valid([]byte(args)):
+			b.Raw("input", wire.Compact([]byte(args)))
 		default:
 			e.drop(pp + ".arguments: not a JSON object")
-			b.raw("input", []byte("{}"))
+			b.Raw("input", []byte("{}"))
 		}
 		e.mergeOpaque(b, tc.Opaque, pp)
-		blocks = append(blocks, b.end())
+		blocks = append(blocks, b.End())
 	}
 	if len(blocks) == 0 && !m.StringContent {
 		if len(m.Parts) > 0 || len(m.ToolCalls) > 0 || !m.NullContent {
@@ -571,36 +572,36 @@ func (e *reqEncoder) contentBlocks(parts []bridge.Part, path string) [][]byte {
 // when it has no Messages form. Empty text is left out: the API refuses
 // empty text blocks.
 func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
-	b := newObj()
+	b := wire.NewObj()
 	switch p.Type {
 	case bridge.PartText, bridge.PartRefusal:
 		if p.Text == "" {
 			return nil
 		}
-		b.str("type", "text")
-		b.str("text", p.Text)
+		b.Str("type", "text")
+		b.Str("text", p.Text)
 	case bridge.PartData:
-		b.str("type", "text")
-		b.str("text", string(compact(p.JSON)))
+		b.Str("type", "text")
+		b.Str("text", string(wire.Compact(p.JSON)))
 	case bridge.PartImage:
 		src := e.source(p, path, false)
 		if src == nil {
 			return nil
 		}
-		b.str("type", "image")
-		b.raw("source", src)
+		b.Str("type", "image")
+		b.Raw("source", src)
 	case bridge.PartFile:
 		src := e.source(p, path, true)
 		if src == nil {
 			return nil
 		}
-		b.str("type", "document")
-		b.raw("source", src)
+		b.Str("type", "document")
+		b.Raw("source", src)
 		if p.Filename != "" && !hasOpaqueKey(p.Opaque, "title") {
-			b.str("title", p.Filename)
+			b.Str("title", p.Filename)
 		}
 	case bridge.PartOpaque:
-		if p.Opaque == nil || p.Opaque.Dialect != Dialect || jsonKind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
+		if p.Opaque == nil || p.Opaque.Dialect != Dialect || wire.Kind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
 			d := "unknown"
 			if p.Opaque != nil && p.Opaque.Dialect != "" {
 				d = p.Opaque.Dialect
@@ -608,7 +609,7 @@ func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
 			e.drop(path + ": opaque " + d + " part")
 			return nil
 		}
-		return compact(p.Opaque.Data)
+		return wire.Compact(p.Opaque.Data)
 	case bridge.PartReasoning:
 		e.drop(path + ": reasoning outside an assistant message")
 		return nil
@@ -617,14 +618,14 @@ func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
 		return nil
 	}
 	e.mergeOpaque(b, p.Opaque, path)
-	return b.end()
+	return b.End()
 }
 
 func hasOpaqueKey(o *bridge.Opaque, key string) bool {
 	if o == nil || o.Dialect != Dialect {
 		return false
 	}
-	obj, err := asObject(o.Data, "")
+	obj, err := wire.AsObject(o.Data, "")
 	if err != nil {
 		return false
 	}
@@ -635,7 +636,7 @@ func hasOpaqueKey(o *bridge.Opaque, key string) bool {
 // source renders an image or document source, nil (and recorded) when the
 // part has nothing Anthropic can take.
 func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
-	s := newObj()
+	s := wire.NewObj()
 	switch {
 	case p.Data != "":
 		mt := p.MediaType
@@ -646,24 +647,24 @@ func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
 			e.drop(path + ": inline data without a media type")
 			return nil
 		}
-		s.str("type", "base64")
-		s.str("media_type", mt)
-		s.str("data", p.Data)
+		s.Str("type", "base64")
+		s.Str("media_type", mt)
+		s.Str("data", p.Data)
 	case strings.HasPrefix(p.URL, "data:"):
 		mt, data, ok := parseDataURL(p.URL)
 		if !ok {
 			e.drop(path + ": a data: URL that is not base64")
 			return nil
 		}
-		s.str("type", "base64")
-		s.str("media_type", mt)
-		s.str("data", data)
+		s.Str("type", "base64")
+		s.Str("media_type", mt)
+		s.Str("data", data)
 	case p.URL != "":
-		s.str("type", "url")
-		s.str("url", p.URL)
+		s.Str("type", "url")
+		s.Str("url", p.URL)
 	case p.FileID != "":
-		s.str("type", "file")
-		s.str("file_id", p.FileID)
+		s.Str("type", "file")
+		s.Str("file_id", p.FileID)
 	default:
 		e.drop(path + ": " + string(p.Type) + " without data, URL or file id")
 		return nil
@@ -671,7 +672,7 @@ func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
 	if p.Detail != "" {
 		e.drop(path + ".detail")
 	}
-	return s.end()
+	return s.End()
 }
 
 // parseDataURL splits "data:<media type>;base64,<payload>".
@@ -689,11 +690,11 @@ func parseDataURL(s string) (mediaType, data string, ok bool) {
 
 // mergeOpaque merges anthropic opaque data into w (when w is not nil) and
 // records another dialect's as dropped.
-func (e *reqEncoder) mergeOpaque(w *objWriter, o *bridge.Opaque, path string) {
+func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path string) {
 	if o == nil {
 		return
 	}
-	if o.Dialect != Dialect || w == nil || !w.merge(o.Data) {
+	if o.Dialect != Dialect || w == nil || !w.Merge(o.Data) {
 		d := o.Dialect
 		if d == "" {
 			d = "unknown"
@@ -707,7 +708,7 @@ func (e *reqEncoder) messageOpaque(cur []json.RawMessage, o *bridge.Opaque, path
 	if o == nil {
 		return cur
 	}
-	if o.Dialect != Dialect || jsonKind(o.Data) != '{' || !json.Valid(o.Data) {
+	if o.Dialect != Dialect || wire.Kind(o.Data) != '{' || !json.Valid(o.Data) {
 		e.mergeOpaque(nil, o, path)
 		return cur
 	}
@@ -715,18 +716,18 @@ func (e *reqEncoder) messageOpaque(cur []json.RawMessage, o *bridge.Opaque, path
 }
 
 func (m *wireMsg) render() []byte {
-	w := newObj()
-	w.str("role", m.role)
+	w := wire.NewObj()
+	w.Str("role", m.role)
 	if m.str != nil && len(m.results) == 0 {
-		w.str("content", *m.str)
+		w.Str("content", *m.str)
 	} else {
 		all := append(append([][]byte(nil), m.results...), m.blocks...)
-		w.raw("content", joinArray(all))
+		w.Raw("content", joinArray(all))
 	}
 	for _, o := range m.opaque {
-		w.merge(o)
+		w.Merge(o)
 	}
-	return w.end()
+	return w.End()
 }
 
 func joinArray(items [][]byte) []byte {

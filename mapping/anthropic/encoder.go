@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // StreamOptions are the fixed fields of the message a StreamEncoder or an
@@ -201,9 +202,9 @@ func (e *StreamEncoder) messageStart(ev *bridge.Event) {
 	e.started = true
 	e.frameHead(ev, "message_start")
 	e.buf = append(e.buf, `{"type":"message_start","message":{"id":`...)
-	e.buf = appendString(e.buf, e.opt.ID)
+	e.buf = wire.AppendString(e.buf, e.opt.ID)
 	e.buf = append(e.buf, `,"type":"message","role":"assistant","model":`...)
-	e.buf = appendString(e.buf, e.opt.Model)
+	e.buf = wire.AppendString(e.buf, e.opt.Model)
 	e.buf = append(e.buf, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
 	e.buf = appendUsage(e.buf, &e.usage, true)
 	e.buf = append(e.buf, "}}"...)
@@ -239,7 +240,7 @@ func (e *StreamEncoder) frames(ev *bridge.Event, ops []op) {
 			default:
 				e.buf = append(e.buf, `"partial_json":`...)
 			}
-			e.buf = appendString(e.buf, o.text)
+			e.buf = wire.AppendString(e.buf, o.text)
 			e.buf = append(e.buf, "}}"...)
 		case opStop:
 			e.frameHead(ev, "content_block_stop")
@@ -260,13 +261,13 @@ func appendBlockStart(b []byte, o *op) []byte {
 		return append(b, `{"type":"thinking","thinking":"","signature":""}`...)
 	case blockRedacted:
 		b = append(b, `{"type":"redacted_thinking","data":`...)
-		b = appendString(b, o.text)
+		b = wire.AppendString(b, o.text)
 		return append(b, '}')
 	case blockToolUse:
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendString(b, o.id)
+		b = wire.AppendString(b, o.id)
 		b = append(b, `,"name":`...)
-		b = appendString(b, o.name)
+		b = wire.AppendString(b, o.name)
 		return append(b, `,"input":{}}`...)
 	}
 	return append(b, o.raw...)
@@ -306,7 +307,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 	e.frames(ev, e.b.finish())
 	e.frameHead(ev, "message_delta")
 	e.buf = append(e.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
-	e.buf = appendString(e.buf, reason)
+	e.buf = wire.AppendString(e.buf, reason)
 	e.buf = append(e.buf, `,"stop_sequence":null},"usage":`...)
 	e.buf = appendUsage(e.buf, &e.usage, false)
 	e.buf = append(e.buf, '}')

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // errorRow is one line of the two-way error table.
@@ -72,13 +73,13 @@ func EncodeError(err *bridge.Error) (status int, body []byte) {
 }
 
 func errorBody(typ, message string) []byte {
-	e := newObj()
-	e.str("type", typ)
-	e.str("message", message)
-	w := newObj()
-	w.str("type", "error")
-	w.raw("error", e.end())
-	return w.end()
+	e := wire.NewObj()
+	e.Str("type", typ)
+	e.Str("message", message)
+	w := wire.NewObj()
+	w.Str("type", "error")
+	w.Raw("error", e.End())
+	return w.End()
 }
 
 // maxErrorText bounds the message kept from a body that is not an
@@ -92,17 +93,17 @@ const maxErrorText = 512
 func DecodeError(status int, body []byte) *bridge.Error {
 	e := &bridge.Error{Status: status, Dialect: Dialect}
 	parsed := false
-	if checkDepth(body, maxDepth) == nil && jsonKind(body) == '{' {
+	if wire.CheckDepth(body, wire.MaxDepth) == nil && wire.Kind(body) == '{' {
 		var env struct {
 			Type  json.RawMessage `json:"type"`
 			Error json.RawMessage `json:"error"`
 		}
 		if json.Unmarshal(body, &env) == nil {
 			switch {
-			case jsonKind(env.Error) == '{':
+			case wire.Kind(env.Error) == '{':
 				parsed = fillError(e, env.Error)
-			case jsonKind(env.Error) == '"':
-				e.Message, _ = asString(env.Error, "")
+			case wire.Kind(env.Error) == '"':
+				e.Message, _ = wire.AsString(env.Error, "")
 				parsed = true
 			default:
 				parsed = fillError(e, body) // a bare error object
@@ -136,14 +137,14 @@ func fillError(e *bridge.Error, raw []byte) bool {
 	if json.Unmarshal(raw, &o) != nil {
 		return false
 	}
-	if jsonKind(o.Type) == '"' {
-		e.Type, _ = asString(o.Type, "")
+	if wire.Kind(o.Type) == '"' {
+		e.Type, _ = wire.AsString(o.Type, "")
 		if e.Type == "error" {
 			e.Type = ""
 		}
 	}
-	if jsonKind(o.Message) == '"' {
-		e.Message, _ = asString(o.Message, "")
+	if wire.Kind(o.Message) == '"' {
+		e.Message, _ = wire.AsString(o.Message, "")
 	}
 	return e.Type != "" || e.Message != ""
 }

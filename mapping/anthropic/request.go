@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // mappedFields are the top-level request fields DecodeRequest maps onto hub
@@ -38,18 +39,18 @@ func decodeRequest(body []byte, messages bool) (*bridge.Request, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
 	}
-	if err := checkDepth(body, maxDepth); err != nil {
+	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
 		return nil, err
 	}
-	if jsonKind(body) != '{' {
+	if wire.Kind(body) != '{' {
 		if !json.Valid(body) {
-			return nil, syntaxErr("request body", json.Unmarshal(body, new(any)))
+			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
 		}
-		return nil, typeErr("request body", "object", body)
+		return nil, wire.TypeErr("request body", "object", body)
 	}
 	var top object
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, syntaxErr("request body", err)
+		return nil, wire.SyntaxErr("request body", err)
 	}
 	d := reqDecoder{req: &bridge.Request{Inbound: Dialect}, messages: messages}
 	if err := d.decode(top); err != nil {
@@ -77,10 +78,10 @@ func (d *reqDecoder) extra(k string, v json.RawMessage) {
 func (d *reqDecoder) decode(top object) error {
 	req := d.req
 	raw, ok := top["model"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return bridge.Errorf(bridge.CodeInvalid, "model: Field required")
 	}
-	model, err := asString(raw, "model")
+	model, err := wire.AsString(raw, "model")
 	if err != nil {
 		return err
 	}
@@ -91,10 +92,10 @@ func (d *reqDecoder) decode(top object) error {
 
 	if d.messages {
 		raw, ok = top["max_tokens"]
-		if !ok || isNull(raw) {
+		if !ok || wire.IsNull(raw) {
 			return bridge.Errorf(bridge.CodeInvalid, "max_tokens: Field required")
 		}
-		n, err := asInt(raw, "max_tokens")
+		n, err := wire.AsInt(raw, "max_tokens")
 		if err != nil {
 			return err
 		}
@@ -108,10 +109,10 @@ func (d *reqDecoder) decode(top object) error {
 		return err
 	}
 	raw, ok = top["messages"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return bridge.Errorf(bridge.CodeInvalid, "messages: Field required")
 	}
-	msgs, err := asArray(raw, "messages")
+	msgs, err := wire.AsArray(raw, "messages")
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (d *reqDecoder) decode(top object) error {
 			}
 			continue
 		}
-		d.extra(k, compact(v))
+		d.extra(k, wire.Compact(v))
 	}
 	if len(req.Tools) == 0 {
 		req.Tools = nil
@@ -153,8 +154,8 @@ func (d *reqDecoder) decode(top object) error {
 // sampling decodes the fields only a Messages request has.
 func (d *reqDecoder) sampling(top object) error {
 	req := d.req
-	if raw, ok := top["stream"]; ok && !isNull(raw) {
-		v, err := asBool(raw, "stream")
+	if raw, ok := top["stream"]; ok && !wire.IsNull(raw) {
+		v, err := wire.AsBool(raw, "stream")
 		if err != nil {
 			return err
 		}
@@ -166,40 +167,40 @@ func (d *reqDecoder) sampling(top object) error {
 	if err := optFloat(top, "top_p", &req.TopP); err != nil {
 		return err
 	}
-	if raw, ok := top["top_k"]; ok && !isNull(raw) {
-		v, err := asInt(raw, "top_k")
+	if raw, ok := top["top_k"]; ok && !wire.IsNull(raw) {
+		v, err := wire.AsInt(raw, "top_k")
 		if err != nil {
 			return err
 		}
 		req.TopK = &v
 	}
-	if raw, ok := top["stop_sequences"]; ok && !isNull(raw) {
-		arr, err := asArray(raw, "stop_sequences")
+	if raw, ok := top["stop_sequences"]; ok && !wire.IsNull(raw) {
+		arr, err := wire.AsArray(raw, "stop_sequences")
 		if err != nil {
 			return err
 		}
 		for i, v := range arr {
-			s, err := asString(v, "stop_sequences["+strconv.Itoa(i)+"]")
+			s, err := wire.AsString(v, "stop_sequences["+strconv.Itoa(i)+"]")
 			if err != nil {
 				return err
 			}
 			req.Stop = append(req.Stop, s)
 		}
 	}
-	if raw, ok := top["metadata"]; ok && !isNull(raw) {
-		o, err := asObject(raw, "metadata")
+	if raw, ok := top["metadata"]; ok && !wire.IsNull(raw) {
+		o, err := wire.AsObject(raw, "metadata")
 		if err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(o) {
+		for _, k := range wire.SortedKeys(o) {
 			if k != "user_id" {
 				d.drop("metadata." + k)
 				continue
 			}
-			if isNull(o[k]) {
+			if wire.IsNull(o[k]) {
 				continue
 			}
-			if req.User, err = asString(o[k], "metadata.user_id"); err != nil {
+			if req.User, err = wire.AsString(o[k], "metadata.user_id"); err != nil {
 				return err
 			}
 		}
@@ -210,7 +211,7 @@ func (d *reqDecoder) sampling(top object) error {
 // system decodes the top-level system prompt into a leading system message.
 func (d *reqDecoder) system(top object) error {
 	raw, ok := top["system"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
 	msg := bridge.Message{Role: bridge.RoleSystem}
@@ -225,8 +226,8 @@ func (d *reqDecoder) system(top object) error {
 
 // textContent decodes a string or an array of text blocks (system prompts).
 func (d *reqDecoder) textContent(msg *bridge.Message, raw json.RawMessage, path string) error {
-	if jsonKind(raw) == '"' {
-		s, err := asString(raw, path)
+	if wire.Kind(raw) == '"' {
+		s, err := wire.AsString(raw, path)
 		if err != nil {
 			return err
 		}
@@ -236,13 +237,13 @@ func (d *reqDecoder) textContent(msg *bridge.Message, raw json.RawMessage, path 
 		}
 		return nil
 	}
-	arr, err := asArray(raw, path)
+	arr, err := wire.AsArray(raw, path)
 	if err != nil {
-		return bridge.Errorf(bridge.CodeInvalid, "%s: expected string or array, got %s", path, kindName(raw))
+		return bridge.Errorf(bridge.CodeInvalid, "%s: expected string or array, got %s", path, wire.KindName(raw))
 	}
 	for j, v := range arr {
 		p := path + "[" + strconv.Itoa(j) + "]"
-		o, err := asObject(v, p)
+		o, err := wire.AsObject(v, p)
 		if err != nil {
 			return err
 		}
@@ -281,7 +282,7 @@ func rest(o object, known ...string) *bridge.Opaque {
 		if contains(known, k) {
 			continue
 		}
-		if k == "citations" && (isNull(v) || string(compact(v)) == "[]") {
+		if k == "citations" && (wire.IsNull(v) || string(wire.Compact(v)) == "[]") {
 			continue
 		}
 		keys = append(keys, k)
@@ -289,12 +290,12 @@ func rest(o object, known ...string) *bridge.Opaque {
 	if len(keys) == 0 {
 		return nil
 	}
-	return &bridge.Opaque{Dialect: Dialect, Data: rawObject(o, keys)}
+	return &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, keys)}
 }
 
 func (d *reqDecoder) message(raw json.RawMessage, i int) error {
 	path := "messages[" + strconv.Itoa(i) + "]"
-	o, err := asObject(raw, path)
+	o, err := wire.AsObject(raw, path)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) error {
 		return err
 	}
 	content, ok := o["content"]
-	if !ok || isNull(content) {
+	if !ok || wire.IsNull(content) {
 		return bridge.Errorf(bridge.CodeInvalid, "%s.content: Field required", path)
 	}
 	opaque := rest(o, "role", "content")
@@ -333,8 +334,8 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) error {
 // userMessage appends a user message, split into tool messages (its
 // tool_result blocks) and user messages (its other blocks) in order.
 func (d *reqDecoder) userMessage(content json.RawMessage, path string, opaque *bridge.Opaque) error {
-	if jsonKind(content) == '"' {
-		s, err := asString(content, path+".content")
+	if wire.Kind(content) == '"' {
+		s, err := wire.AsString(content, path+".content")
 		if err != nil {
 			return err
 		}
@@ -345,9 +346,9 @@ func (d *reqDecoder) userMessage(content json.RawMessage, path string, opaque *b
 		d.req.Messages = append(d.req.Messages, msg)
 		return nil
 	}
-	arr, err := asArray(content, path+".content")
+	arr, err := wire.AsArray(content, path+".content")
 	if err != nil {
-		return bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, kindName(content))
+		return bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, wire.KindName(content))
 	}
 	var cur *bridge.Message // the user message being filled
 	flush := func() {
@@ -358,7 +359,7 @@ func (d *reqDecoder) userMessage(content json.RawMessage, path string, opaque *b
 	}
 	for j, v := range arr {
 		p := path + ".content[" + strconv.Itoa(j) + "]"
-		o, err := asObject(v, p)
+		o, err := wire.AsObject(v, p)
 		if err != nil {
 			return err
 		}
@@ -406,28 +407,28 @@ func (d *reqDecoder) toolResult(o object, path string) (bridge.Message, error) {
 		return msg, err
 	}
 	msg.ToolCallID = id
-	if raw, ok := o["is_error"]; ok && !isNull(raw) {
-		if msg.IsError, err = asBool(raw, path+".is_error"); err != nil {
+	if raw, ok := o["is_error"]; ok && !wire.IsNull(raw) {
+		if msg.IsError, err = wire.AsBool(raw, path+".is_error"); err != nil {
 			return msg, err
 		}
 	}
-	if raw, ok := o["content"]; ok && !isNull(raw) {
-		switch jsonKind(raw) {
+	if raw, ok := o["content"]; ok && !wire.IsNull(raw) {
+		switch wire.Kind(raw) {
 		case '"':
-			s, _ := asString(raw, path+".content")
+			s, _ := wire.AsString(raw, path+".content")
 			msg.StringContent = true
 			if s != "" {
 				msg.Parts = []bridge.Part{bridge.TextPart(s)}
 			}
 		case '[':
-			arr, err := asArray(raw, path+".content")
+			arr, err := wire.AsArray(raw, path+".content")
 			if err != nil {
 				return msg, err
 			}
 			msg.Parts = make([]bridge.Part, 0, len(arr))
 			for k, v := range arr {
 				p := path + ".content[" + strconv.Itoa(k) + "]"
-				bo, err := asObject(v, p)
+				bo, err := wire.AsObject(v, p)
 				if err != nil {
 					return msg, err
 				}
@@ -442,7 +443,7 @@ func (d *reqDecoder) toolResult(o object, path string) (bridge.Message, error) {
 				msg.Parts = append(msg.Parts, part)
 			}
 		default:
-			return msg, bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, kindName(raw))
+			return msg, bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, wire.KindName(raw))
 		}
 	}
 	msg.Opaque = rest(o, "type", "tool_use_id", "is_error", "content")
@@ -480,18 +481,18 @@ func (d *reqDecoder) part(o object, typ string, raw json.RawMessage, path string
 	case "tool_use", "thinking", "redacted_thinking":
 		return bridge.Part{}, bridge.Errorf(bridge.CodeInvalid, "%s.type: a %s block belongs in an assistant message", path, typ)
 	}
-	return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: compact(raw)}}, nil
+	return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(raw)}}, nil
 }
 
 // source reads an image or document source of one of the given types into
 // p. It reports false for a source type the hub has no fields for.
 func source(o object, path string, p *bridge.Part, types ...string) (bool, error) {
 	raw, ok := o["source"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return false, bridge.Errorf(bridge.CodeInvalid, "%s.source: Field required", path)
 	}
 	path += ".source"
-	s, err := asObject(raw, path)
+	s, err := wire.AsObject(raw, path)
 	if err != nil {
 		return false, err
 	}
@@ -545,8 +546,8 @@ func sourceField(typ, key string) bool {
 // redacted_thinking become parts, tool_use blocks tool calls.
 func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bridge.Message, error) {
 	msg := bridge.Message{Role: bridge.RoleAssistant}
-	if jsonKind(content) == '"' {
-		s, err := asString(content, path+".content")
+	if wire.Kind(content) == '"' {
+		s, err := wire.AsString(content, path+".content")
 		if err != nil {
 			return msg, err
 		}
@@ -556,13 +557,13 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 		}
 		return msg, nil
 	}
-	arr, err := asArray(content, path+".content")
+	arr, err := wire.AsArray(content, path+".content")
 	if err != nil {
-		return msg, bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, kindName(content))
+		return msg, bridge.Errorf(bridge.CodeInvalid, "%s.content: expected string or array, got %s", path, wire.KindName(content))
 	}
 	for j, v := range arr {
 		p := path + ".content[" + strconv.Itoa(j) + "]"
-		o, err := asObject(v, p)
+		o, err := wire.AsObject(v, p)
 		if err != nil {
 			return msg, err
 		}
@@ -582,8 +583,8 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 			if part.Text, err = reqString(o, "thinking", p); err != nil {
 				return msg, err
 			}
-			if raw, ok := o["signature"]; ok && !isNull(raw) {
-				if part.Signature, err = asString(raw, p+".signature"); err != nil {
+			if raw, ok := o["signature"]; ok && !wire.IsNull(raw) {
+				if part.Signature, err = wire.AsString(raw, p+".signature"); err != nil {
 					return msg, err
 				}
 			}
@@ -604,11 +605,11 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 			if tc.Name, err = reqString(o, "name", p); err != nil {
 				return msg, err
 			}
-			if in, ok := o["input"]; ok && !isNull(in) {
-				if jsonKind(in) != '{' {
-					return msg, typeErr(p+".input", "object", in)
+			if in, ok := o["input"]; ok && !wire.IsNull(in) {
+				if wire.Kind(in) != '{' {
+					return msg, wire.TypeErr(p+".input", "object", in)
 				}
-				tc.Arguments = string(compact(in))
+				tc.Arguments = string(wire.Compact(in))
 			} else {
 				tc.Arguments = "{}"
 			}
@@ -617,7 +618,7 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 		case "tool_result":
 			return msg, bridge.Errorf(bridge.CodeInvalid, "%s.type: a tool_result block belongs in a user message", p)
 		default:
-			msg.Parts = append(msg.Parts, bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: compact(v)}})
+			msg.Parts = append(msg.Parts, bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(v)}})
 		}
 	}
 	return msg, nil
@@ -625,27 +626,27 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 
 func (d *reqDecoder) tools(top object) error {
 	raw, ok := top["tools"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	arr, err := asArray(raw, "tools")
+	arr, err := wire.AsArray(raw, "tools")
 	if err != nil {
 		return err
 	}
 	var server []json.RawMessage
 	for i, v := range arr {
 		path := "tools[" + strconv.Itoa(i) + "]"
-		o, err := asObject(v, path)
+		o, err := wire.AsObject(v, path)
 		if err != nil {
 			return err
 		}
-		if t, ok := o["type"]; ok && !isNull(t) {
-			typ, err := asString(t, path+".type")
+		if t, ok := o["type"]; ok && !wire.IsNull(t) {
+			typ, err := wire.AsString(t, path+".type")
 			if err != nil {
 				return err
 			}
 			if typ != "custom" {
-				server = append(server, compact(v))
+				server = append(server, wire.Compact(v))
 				continue
 			}
 		}
@@ -659,22 +660,22 @@ func (d *reqDecoder) tools(top object) error {
 		if err := optString(o, path, "description", &t.Description); err != nil {
 			return err
 		}
-		if s, ok := o["input_schema"]; ok && !isNull(s) {
-			if jsonKind(s) != '{' {
-				return typeErr(path+".input_schema", "object", s)
+		if s, ok := o["input_schema"]; ok && !wire.IsNull(s) {
+			if wire.Kind(s) != '{' {
+				return wire.TypeErr(path+".input_schema", "object", s)
 			}
-			t.Parameters = compact(s)
+			t.Parameters = wire.Compact(s)
 		} else {
 			return bridge.Errorf(bridge.CodeInvalid, "%s.input_schema: Field required", path)
 		}
-		if s, ok := o["strict"]; ok && !isNull(s) {
-			v, err := asBool(s, path+".strict")
+		if s, ok := o["strict"]; ok && !wire.IsNull(s) {
+			v, err := wire.AsBool(s, path+".strict")
 			if err != nil {
 				return err
 			}
 			t.Strict = &v
 		}
-		for _, k := range sortedKeys(o) {
+		for _, k := range wire.SortedKeys(o) {
 			switch k {
 			case "type", "name", "description", "input_schema", "strict":
 			default:
@@ -698,10 +699,10 @@ func (d *reqDecoder) tools(top object) error {
 
 func (d *reqDecoder) toolChoice(top object) error {
 	raw, ok := top["tool_choice"]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	o, err := asObject(raw, "tool_choice")
+	o, err := wire.AsObject(raw, "tool_choice")
 	if err != nil {
 		return err
 	}
@@ -725,8 +726,8 @@ func (d *reqDecoder) toolChoice(top object) error {
 	default:
 		return bridge.Errorf(bridge.CodeInvalid, "tool_choice.type: unknown value %q", typ)
 	}
-	if raw, ok := o["disable_parallel_tool_use"]; ok && !isNull(raw) {
-		v, err := asBool(raw, "tool_choice.disable_parallel_tool_use")
+	if raw, ok := o["disable_parallel_tool_use"]; ok && !wire.IsNull(raw) {
+		v, err := wire.AsBool(raw, "tool_choice.disable_parallel_tool_use")
 		if err != nil {
 			return err
 		}
@@ -735,7 +736,7 @@ func (d *reqDecoder) toolChoice(top object) error {
 			d.req.ParallelToolCalls = &f
 		}
 	}
-	for _, k := range sortedKeys(o) {
+	for _, k := range wire.SortedKeys(o) {
 		switch k {
 		case "type", "name", "disable_parallel_tool_use":
 		default:
@@ -748,10 +749,10 @@ func (d *reqDecoder) toolChoice(top object) error {
 
 func reqString(o object, key, path string) (string, error) {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return "", bridge.Errorf(bridge.CodeInvalid, "%s: Field required", join(path, key))
 	}
-	return asString(raw, join(path, key))
+	return wire.AsString(raw, join(path, key))
 }
 
 // join appends key to a JSON path.
@@ -764,10 +765,10 @@ func join(path, key string) string {
 
 func optString(o object, path, key string, dst *string) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	s, err := asString(raw, join(path, key))
+	s, err := wire.AsString(raw, join(path, key))
 	if err != nil {
 		return err
 	}
@@ -777,10 +778,10 @@ func optString(o object, path, key string, dst *string) error {
 
 func optFloat(o object, key string, dst **float64) error {
 	raw, ok := o[key]
-	if !ok || isNull(raw) {
+	if !ok || wire.IsNull(raw) {
 		return nil
 	}
-	v, err := asFloat(raw, key)
+	v, err := wire.AsFloat(raw, key)
 	if err != nil {
 		return err
 	}

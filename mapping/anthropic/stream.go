@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // wireEvent is one streaming event, as far as the decoder reads it.
@@ -86,7 +87,7 @@ var stopReasons = map[string]bridge.StopReason{
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		d := streamDecoder{yield: yield}
-		d.run(newSSEReader(r))
+		d.run(wire.NewSSEReader(r))
 	}
 }
 
@@ -165,9 +166,9 @@ func (d *streamDecoder) fail(err error) {
 	d.yield(bridge.Event{}, err)
 }
 
-func (d *streamDecoder) run(sr *sseReader) {
+func (d *streamDecoder) run(sr *wire.SSEReader) {
 	for !d.stopped {
-		ev, err := sr.next()
+		ev, err := sr.Next()
 		if err == io.EOF {
 			d.end()
 			return
@@ -183,22 +184,22 @@ func (d *streamDecoder) run(sr *sseReader) {
 	}
 }
 
-func (d *streamDecoder) event(sev sseEvent) {
-	if err := checkDepth(sev.data, maxDepth); err != nil {
+func (d *streamDecoder) event(sev wire.SSEEvent) {
+	if err := wire.CheckDepth(sev.Data, wire.MaxDepth); err != nil {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: event nested too deep"))
 		return
 	}
 	var ev wireEvent
-	if jsonKind(sev.data) != '{' || json.Unmarshal(sev.data, &ev) != nil {
-		if sev.name == "ping" {
+	if wire.Kind(sev.Data) != '{' || json.Unmarshal(sev.Data, &ev) != nil {
+		if sev.Name == "ping" {
 			return
 		}
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", truncate(string(sev.data), 200)))
+		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", truncate(string(sev.Data), 200)))
 		return
 	}
 	typ := ev.Type
 	if typ == "" {
-		typ = sev.name
+		typ = sev.Name
 	}
 	switch typ {
 	case "message_start":
@@ -214,7 +215,7 @@ func (d *streamDecoder) event(sev sseEvent) {
 	case "message_stop":
 		d.messageStop()
 	case "error":
-		d.fail(DecodeError(0, sev.data))
+		d.fail(DecodeError(0, sev.Data))
 	}
 	// ping and event types added later are ignored.
 }
@@ -262,7 +263,7 @@ func (d *streamDecoder) blockStart(ev *wireEvent) {
 		return
 	}
 	var wb wireBlock
-	if jsonKind(ev.ContentBlock) != '{' || json.Unmarshal(ev.ContentBlock, &wb) != nil {
+	if wire.Kind(ev.ContentBlock) != '{' || json.Unmarshal(ev.ContentBlock, &wb) != nil {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_start without a content block"))
 		return
 	}
@@ -293,14 +294,14 @@ func (d *streamDecoder) blockStart(ev *wireEvent) {
 		d.emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: b.tool,
 			ToolCall: &bridge.ToolCall{ID: b.id, Name: b.name, Index: b.tool}})
 		// A server that sends the whole input at the start (not {}).
-		if in := compact(wb.Input); jsonKind(in) == '{' && string(in) != "{}" {
+		if in := wire.Compact(wb.Input); wire.Kind(in) == '{' && string(in) != "{}" {
 			b.args = append(b.args, in...)
 			d.emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: b.tool,
 				ToolCall: &bridge.ToolCall{Index: b.tool, Arguments: string(in)}})
 		}
 	default:
 		// A server tool's block, or a block kind added later: passed whole.
-		b.raw = compact(ev.ContentBlock)
+		b.raw = wire.Compact(ev.ContentBlock)
 	}
 }
 
@@ -357,10 +358,10 @@ func (d *streamDecoder) blockStop(ev *wireEvent) {
 	case b.raw != nil:
 		raw := b.raw
 		if len(b.args) > 0 {
-			if o, err := asObject(raw, ""); err == nil && json.Valid(b.args) {
+			if o, err := wire.AsObject(raw, ""); err == nil && json.Valid(b.args) {
 				o["input"] = b.args
-				keys := sortedKeys(o)
-				raw = rawObject(o, keys)
+				keys := wire.SortedKeys(o)
+				raw = wire.RawObject(o, keys)
 			}
 		}
 		d.emit(bridge.Event{Kind: bridge.KindArtifact, Source: bridge.SourceAgent, Artifact: &bridge.Artifact{
