@@ -622,7 +622,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if v := q.Get("stream"); v == "true" || v == "1" {
+	if wantsStream(w, r) {
 		after := int64(-1)
 		if s := q.Get("starting_after"); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
@@ -642,6 +642,26 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.writeJSON(w, http.StatusOK, body)
+}
+
+// wantsStream reports whether a GET asks for the stream: ?stream=true, as
+// the API documents it, or {"stream":true} in the body, as the official
+// SDKs send it (a GET with a JSON body).
+func wantsStream(w http.ResponseWriter, r *http.Request) bool {
+	if v := r.URL.Query().Get("stream"); v != "" {
+		return v == "true" || v == "1"
+	}
+	if r.Body == nil || r.ContentLength == 0 {
+		return false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		return false
+	}
+	var v struct {
+		Stream bool `json:"stream"`
+	}
+	return json.Unmarshal(b, &v) == nil && v.Stream
 }
 
 // object is the Response as stored once finished, else rendered from the
