@@ -68,9 +68,9 @@ func (anthropicClient) describe() string {
 // cannot: the error scenarios compare OpenAI's error objects, which have
 // a code; an Anthropic error has only a type and a message, and its type
 // comes from the error's class when the upstream is not Anthropic. (Over
-// an Anthropic upstream the factory says what it cannot play.)
+// an Anthropic upstream, or echo, the factory says what it cannot play.)
 func (c anthropicClient) cannot(sc string) string {
-	if c.over != "openai" {
+	if c.over == "anthropic" || c.over == "echo" {
 		return ""
 	}
 	switch sc {
