@@ -292,8 +292,12 @@ func adkUsage(u *bridge.Usage) *UsageMetadata {
 	if u.IsZero() {
 		return nil
 	}
-	return &UsageMetadata{PromptTokenCount: u.InputTokens, CandidatesTokenCount: u.OutputTokens,
+	m := &UsageMetadata{PromptTokenCount: u.InputTokens, CandidatesTokenCount: u.OutputTokens,
 		ThoughtsTokenCount: u.ReasoningTokens, CachedContentTokenCount: u.CacheReadTokens, TotalTokenCount: u.TotalTokens}
+	if m.TotalTokenCount == nil && u.InputTokens != nil && u.OutputTokens != nil {
+		m.TotalTokenCount = bridge.Int64(u.Total()) // genai always reports the total
+	}
+	return m
 }
 
 // errorCodeString is the errorCode of an error event: the upstream's own
