@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bridge-dev/bridge/inbound"
+)
+
+// adkCall sends a request with a bearer key ("" for none).
+func adkCall(t *testing.T, method, url, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestADKAuth: with inbound keys the ADK endpoints need one, and answer
+// without it in ADK's error shape; one principal's sessions are not
+// another's, even under the same app, user and session id.
+func TestADKAuth(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	cfg := defaultConfig()
+	cfg.Keys = []KeyConfig{{Name: "a", SHA256: inbound.HashKey("key-a")}, {Name: "b", SHA256: inbound.HashKey("key-b")}}
+	base := "http://" + startMain(t, cfg).Addr()
+	sessions := base + "/apps/app/users/u/sessions"
+
+	st, body := adkCall(t, "GET", base+"/list-apps", "", "")
+	var e struct{ Error string }
+	if st != 401 || json.Unmarshal([]byte(body), &e) != nil || e.Error == "" {
+		t.Fatalf("no key: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "POST", sessions+"/s1", "key-a", `{"state":{"owner":"a"}}`); st != 200 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "POST", base+"/run", "key-a", runBody("app", "u", "s1", "hi", false)); st != 200 {
+		t.Fatalf("run: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "GET", sessions+"/s1", "key-b", ""); st != 404 || !strings.Contains(body, "Session not found: s1") {
+		t.Errorf("b reads a's session: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "POST", base+"/run_sse", "key-b", runBody("app", "u", "s1", "hi", true)); st != 404 {
+		t.Errorf("b runs in a's session: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "GET", sessions, "key-b", ""); st != 200 || !strings.Contains(body, `"sessions":[]`) {
+		t.Errorf("b lists a's sessions: %d %s", st, body)
+	}
+	// b may have its own s1.
+	if st, body := adkCall(t, "POST", sessions+"/s1", "key-b", `{}`); st != 200 || strings.Contains(body, "owner") {
+		t.Errorf("b's own s1: %d %s", st, body)
+	}
+	if st, body := adkCall(t, "GET", sessions+"/s1", "key-a", ""); st != 200 || !strings.Contains(body, `"owner":"a"`) || !strings.Contains(body, `"author":"user"`) {
+		t.Errorf("a's s1 after b made one: %d %s", st, body)
+	}
+}
