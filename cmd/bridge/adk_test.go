@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -321,5 +322,124 @@ func TestADKResume(t *testing.T) {
 	resp.Body.Close()
 	if !done || len(none) != 0 {
 		t.Errorf("resume after the end: %d events, done %v", len(none), done)
+	}
+}
+
+// jsonShape is the JSON type of each key of an object.
+func jsonShape(t *testing.T, raw []byte) map[string]string {
+	t.Helper()
+	var o map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	m := map[string]string{}
+	for k, v := range o {
+		switch v[0] {
+		case '{':
+			m[k] = "object"
+		case '[':
+			m[k] = "array"
+		case '"':
+			m[k] = "string"
+		case 't', 'f':
+			m[k] = "bool"
+		case 'n':
+			m[k] = "null"
+		default:
+			m[k] = "number"
+		}
+	}
+	return m
+}
+
+// sameKeys checks that got has every key of want with the same JSON type.
+func sameKeys(t *testing.T, what string, want, got []byte) {
+	t.Helper()
+	ws, gs := jsonShape(t, want), jsonShape(t, got)
+	for k, typ := range ws {
+		if gs[k] != typ {
+			t.Errorf("%s: key %q is %q from the bridge, %q from the real server", what, k, gs[k], typ)
+		}
+	}
+}
+
+// TestADKShapes: the session, list and event answers of the bridge have
+// the field names and JSON types of the real ADK-JS server's (the corpus
+// captures of the same flows); stateDelta updates the state; the run
+// API's history in format=adk is the session detail.
+func TestADKShapes(t *testing.T) {
+	corpus := "../../../shared/corpus/adk/server/"
+	real := func(name string) []byte {
+		b, err := os.ReadFile(corpus + name)
+		if err != nil {
+			t.Skip("the corpus is not here")
+		}
+		return b
+	}
+	up := newSlowOpenAI(t, 0, func(n int) []string { return []string{"hello ", "there ", "friend"} })
+	base := a2aBridge(t, up.baseURL())
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	sessions := base + "/apps/scripted/users/u1/sessions"
+
+	get := func(method, url, body string) []byte {
+		resp := adkDo(t, ctx, method, url, body)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
+		}
+		return b
+	}
+	sameKeys(t, "created session", real("session-create-with-id.json"), get("POST", sessions+"/fixed-session-1", `{"state":{"topic":"weather"}}`))
+	sameKeys(t, "list-apps", []byte(`{"a":`+string(real("list-apps.json"))+`}`), []byte(`{"a":`+string(get("GET", base+"/list-apps", ""))+`}`))
+
+	body := `{"appName":"scripted","userId":"u1","sessionId":"fixed-session-1","streaming":true,"stateDelta":{"mood":"good"},` +
+		`"newMessage":{"role":"user","parts":[{"text":"say:hello there friend"}]}}`
+	resp := adkDo(t, ctx, "POST", base+"/run_sse", body)
+	evs, done := adkFrames(t, resp.Body, 0)
+	bridgeSession := resp.Header.Get("X-Session-Id")
+	resp.Body.Close()
+	if !done || len(evs) == 0 {
+		t.Fatalf("run_sse: %d events, done %v", len(evs), done)
+	}
+
+	s := get("GET", sessions+"/fixed-session-1", "")
+	want := real("session-get-after-two-turns.json")
+	sameKeys(t, "session", want, s)
+	var ws, gs struct {
+		Events []json.RawMessage `json:"events"`
+		State  map[string]any    `json:"state"`
+	}
+	_ = json.Unmarshal(want, &ws)
+	_ = json.Unmarshal(s, &gs)
+	if len(gs.Events) != 2 {
+		t.Fatalf("session events: %d", len(gs.Events))
+	}
+	sameKeys(t, "user event", ws.Events[0], gs.Events[0])
+	sameKeys(t, "model event", ws.Events[1], gs.Events[1])
+	if gs.State["topic"] != "weather" || gs.State["mood"] != "good" {
+		t.Errorf("state after stateDelta: %v", gs.State)
+	}
+	var wl, gl struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	l := get("GET", sessions, "")
+	sameKeys(t, "session list", real("sessions-list.json"), l)
+	_ = json.Unmarshal(real("sessions-list.json"), &wl)
+	_ = json.Unmarshal(l, &gl)
+	if len(gl.Sessions) != 1 {
+		t.Fatalf("list: %s", l)
+	}
+	sameKeys(t, "listed session", wl.Sessions[0], gl.Sessions[0])
+
+	h := get("GET", base+"/v1/sessions/"+bridgeSession+"/history?format=adk", "")
+	sameKeys(t, "history format=adk", want, h)
+	var hs struct {
+		ID     string            `json:"id"`
+		Events []json.RawMessage `json:"events"`
+	}
+	if json.Unmarshal(h, &hs) != nil || hs.ID != "fixed-session-1" || len(hs.Events) != 2 {
+		t.Errorf("history format=adk: %s", h)
 	}
 }
