@@ -91,7 +91,7 @@ func checkTappedStream(t *testing.T, tp *sdkTap, c responsestest.Check) *respons
 	return sum
 }
 
-func responsesClient(t *testing.T, m *Main, tp *sdkTap) openai.Client {
+func sdkResponses(t *testing.T, m *Main, tp *sdkTap) openai.Client {
 	t.Helper()
 	opts := []option.RequestOption{option.WithBaseURL("http://" + m.Addr() + "/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0)}
 	if tp != nil {
@@ -142,7 +142,7 @@ func TestResponsesSDKStream(t *testing.T) {
 	up := chatUpstream(t, 0)
 	m := bridgeOver(t, "openai", up.BaseURL())
 	tp := &sdkTap{}
-	cl := responsesClient(t, m, tp)
+	cl := sdkResponses(t, m, tp)
 	s := cl.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{
 		Model:        "gpt-4o-mini",
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("hello there")},
@@ -191,7 +191,7 @@ func TestResponsesSDKFunctionCallRoundTrip(t *testing.T) {
 	up := chatUpstream(t, 0)
 	m := bridgeOver(t, "openai", up.BaseURL())
 	tp := &sdkTap{}
-	cl := responsesClient(t, m, tp)
+	cl := sdkResponses(t, m, tp)
 	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{
 		Name: "get_weather", Description: openai.String("Get the weather"), Strict: openai.Bool(false),
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
@@ -260,7 +260,7 @@ func TestResponsesSDKPreviousResponseID(t *testing.T) {
 				up = chatUpstream(t, 0)
 				m = bridgeOver(t, "openai", up.BaseURL())
 			}
-			cl := responsesClient(t, m, nil)
+			cl := sdkResponses(t, m, nil)
 			first, err := cl.Responses.New(t.Context(), responses.ResponseNewParams{Model: "gpt-4o-mini",
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("My name is Alice.")}})
 			if err != nil {
@@ -297,7 +297,7 @@ func TestResponsesSDKPreviousResponseID(t *testing.T) {
 func TestResponsesSDKStoredResponses(t *testing.T) {
 	up := chatUpstream(t, 0)
 	m := bridgeOver(t, "openai", up.BaseURL())
-	cl := responsesClient(t, m, nil)
+	cl := sdkResponses(t, m, nil)
 	r, err := cl.Responses.New(t.Context(), responses.ResponseNewParams{Model: "gpt-4o-mini",
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 			responses.ResponseInputItemParamOfMessage("first line", responses.EasyInputMessageRoleUser),
@@ -334,7 +334,7 @@ func TestResponsesSDKStoredResponses(t *testing.T) {
 func TestResponsesSDKBackgroundResume(t *testing.T) {
 	up := chatUpstream(t, 15*time.Millisecond)
 	m := bridgeOver(t, "openai", up.BaseURL())
-	cl := responsesClient(t, m, nil)
+	cl := sdkResponses(t, m, nil)
 	long := slowText("word", 30)
 	ctx, cancel := context.WithCancel(t.Context())
 	s := cl.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4o-mini", Background: openai.Bool(true),
@@ -393,7 +393,7 @@ func TestResponsesSDKBackgroundResume(t *testing.T) {
 func TestResponsesSDKCancel(t *testing.T) {
 	up := chatUpstream(t, 20*time.Millisecond)
 	m := bridgeOver(t, "openai", up.BaseURL())
-	cl := responsesClient(t, m, nil)
+	cl := sdkResponses(t, m, nil)
 	r, err := cl.Responses.New(t.Context(), responses.ResponseNewParams{Model: "gpt-4o-mini", Background: openai.Bool(true),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(slowText("w", 100))}})
 	if err != nil {
