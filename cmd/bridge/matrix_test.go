@@ -121,7 +121,7 @@ func matrixPairs() []pair {
 				"reasoning_content, usage, and upstream errors with their status, type, code and message.",
 		}},
 		{inbound: openaiClient{}, outbound: echoOut},
-	}, slices.Concat(anthropicPairs(), a2aMatrixPairs(), adkMatrixPairs(), crossPairs())...)
+	}, slices.Concat(anthropicPairs(), a2aMatrixPairs(), adkMatrixPairs(), hermesMatrixPairs(), crossPairs())...)
 }
 
 // scenario is one column of the matrix.

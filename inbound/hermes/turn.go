@@ -120,9 +120,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var (
-		text  []byte
-		final *bridge.Final
-		usage bridge.Usage
+		text, reasoning []byte
+		calls           []map[string]any
+		final           *bridge.Final
+		usage           bridge.Usage
 	)
 	for ev, err := range events {
 		if err != nil {
@@ -132,6 +133,13 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		switch ev.Kind {
 		case bridge.KindTextDelta:
 			text = append(text, ev.Text...)
+		case bridge.KindReasoningDelta:
+			reasoning = append(reasoning, ev.Text...)
+		case bridge.KindToolCallDone:
+			if tc := ev.ToolCall; tc != nil {
+				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
+					"function": map[string]string{"name": tc.Name, "arguments": tc.Arguments}})
+			}
 		case bridge.KindUsage:
 			usage.Merge(ev.Usage)
 		case bridge.KindFinal:
@@ -146,6 +154,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	dropped, _ := inbound.Dropped(r.Context(), h.cfg.Engine, run.ID, final, nil)
 	inbound.SetDropped(w.Header(), dropped)
 	w.Header().Set(HeaderSessionID, s.id)
+	w.Header().Set("X-Run-Id", run.ID)
 	switch final.Status {
 	case bridge.StatusCompleted, bridge.StatusInputRequired:
 	default:
@@ -160,13 +169,27 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, e)
 		return
 	}
-	b, _ := json.Marshal(map[string]any{
+	msg := map[string]any{"role": "assistant", "content": string(text)}
+	if len(reasoning) > 0 {
+		msg["reasoning"] = string(reasoning)
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	v := map[string]any{
 		"object":     "hermes.session.chat.completion",
 		"session_id": s.id,
 		"run_id":     run.ID,
-		"message":    map[string]string{"role": "assistant", "content": string(text)},
+		"message":    msg,
 		"usage":      json.RawMessage(wire.UsageJSON(&usage)),
-	})
+	}
+	if final.StopReason != "" {
+		v["finish_reason"] = string(final.StopReason)
+	}
+	if final.Status == bridge.StatusInputRequired {
+		v["status"] = "input_required"
+	}
+	b, _ := json.Marshal(v)
 	writeJSON(w, http.StatusOK, b)
 }
 

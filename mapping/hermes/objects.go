@@ -91,11 +91,14 @@ func LastEvent(s bridge.Status) string {
 }
 
 // EncodeRun renders a run as GET /v1/runs/{id} does; output is the final
-// text when known.
+// text when known. Beside Hermes' members it has the common run API's (id,
+// stop_reason, reason, inbound, outbound, last_seq), so one client reads
+// every run the same way.
 func EncodeRun(r *bridge.Run, output string) []byte {
 	o := wire.NewObj()
 	o.Str("object", "hermes.run")
 	o.Str("run_id", r.ID)
+	o.Str("id", r.ID)
 	o.Str("status", RunStatus(r.Status))
 	o.Str("session_id", r.SessionID)
 	o.Str("model", r.Model)
@@ -121,6 +124,15 @@ func EncodeRun(r *bridge.Run, output string) []byte {
 	if r.ClientRunID != "" {
 		o.Str("idempotency_key", r.ClientRunID)
 	}
+	if r.StopReason != "" {
+		o.Str("stop_reason", string(r.StopReason))
+	}
+	if r.Reason != "" {
+		o.Str("reason", r.Reason)
+	}
+	o.Str("inbound", r.Inbound)
+	o.Str("outbound", r.Outbound)
+	o.Int("last_seq", r.LastSeq)
 	o.B = append(o.B, '}')
 	return o.B
 }
