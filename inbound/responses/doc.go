@@ -7,6 +7,9 @@
 //	DELETE /v1/responses/{id}                    delete the stored response
 //	POST   /v1/responses/{id}/cancel             cancel an in-progress response
 //
+// POST /v1/responses/compact and /v1/responses/input_tokens answer 400
+// unsupported in OpenAI's error shape.
+//
 // # State over any upstream
 //
 // A response is a segment of a run: the events of the run after the seq it

@@ -58,6 +58,8 @@ var routes = []string{
 	"GET /v1/responses/{id}/input_items",
 	"DELETE /v1/responses/{id}",
 	"POST /v1/responses/{id}/cancel",
+	"POST /v1/responses/compact",
+	"POST /v1/responses/input_tokens",
 }
 
 // New returns the handler.
@@ -75,6 +77,8 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc(routes[2], h.inputItems)
 	h.mux.HandleFunc(routes[3], h.delete)
 	h.mux.HandleFunc(routes[4], h.cancelResponse)
+	h.mux.HandleFunc(routes[5], h.unsupported)
+	h.mux.HandleFunc(routes[6], h.unsupported)
 	return h
 }
 
@@ -860,6 +864,30 @@ func (h *Handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.writeJSON(w, http.StatusOK, body)
+}
+
+// unsupported answers the endpoints the bridge does not serve (context
+// compaction, input token counts) with an OpenAI error, after the checks
+// every create-like request gets.
+func (h *Handler) unsupported(w http.ResponseWriter, r *http.Request) {
+	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
+	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	var v struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "request body: invalid JSON"))
+		return
+	}
+	var model string
+	if json.Unmarshal(v.Model, &model) != nil || model == "" {
+		h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "model", Message: "model: required"})
+		return
+	}
+	h.WriteError(w, bridge.Errorf(bridge.CodeUnsupported, "%s is not supported by this bridge", r.URL.Path))
 }
 
 // ---- helpers ----------------------------------------------------------------

@@ -545,6 +545,12 @@ func TestBadRequest(t *testing.T) {
 			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
 		}
 	}
+	for body, want := range map[string]string{`{"input":"x"}`: "model: required", `{"model":"m","input":"x"}`: "not supported"} {
+		resp, b := s.do(t, http.MethodPost, "/v1/responses/compact", body)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), want) || !strings.Contains(string(b), `"type":"invalid_request_error"`) {
+			t.Errorf("compact %s: %d %s", body, resp.StatusCode, b)
+		}
+	}
 	if resp, b := s.do(t, http.MethodGet, "/v1/responses/resp_x?stream=true&starting_after=x", ""); resp.StatusCode != 404 {
 		t.Errorf("unknown response: %d %s", resp.StatusCode, b)
 	}
