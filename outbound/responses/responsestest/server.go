@@ -271,6 +271,12 @@ func (e *Events) Completed(in, out int) *Events {
 	return e.add("response.completed", `,"response":`+e.snapshot("completed", strings.Join(e.items, ","), usage(in, out), ""))
 }
 
+// CompletedWithoutUsage adds response.completed with usage null, as a
+// server that does not count tokens sends it.
+func (e *Events) CompletedWithoutUsage() *Events {
+	return e.add("response.completed", `,"response":`+e.snapshot("completed", strings.Join(e.items, ","), "", ""))
+}
+
 // Incomplete adds response.incomplete with the reason.
 func (e *Events) Incomplete(reason string, in, out int) *Events {
 	return e.add("response.incomplete", `,"response":`+e.snapshot("incomplete", strings.Join(e.items, ","), usage(in, out),
