@@ -35,6 +35,10 @@ func hermesMatrixPairs() []pair {
 		{inbound: a2aInClient{}, outbound: hermesOut},
 		{inbound: hermesClient{}, outbound: a2aOut},
 		{inbound: hermesClient{}, outbound: hermesOut},
+		{inbound: hermesClient{}, outbound: anthropicOut},
+		{inbound: anthropicClient{over: "hermes"}, outbound: hermesOut},
+		{inbound: hermesClient{}, outbound: adkOut},
+		{inbound: adkClient{}, outbound: hermesOut},
 	}
 }
 
