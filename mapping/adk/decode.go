@@ -35,6 +35,10 @@ type StreamDecoder struct {
 // Done reports whether the decoder has produced its final event.
 func (d *StreamDecoder) Done() bool { return d.done }
 
+// Answered reports whether the last event read was a final response: a
+// stream that closes now has ended well (ADK-JS closes it so).
+func (d *StreamDecoder) Answered() bool { return d.final }
+
 // Answer is the text of the run's last final response.
 func (d *StreamDecoder) Answer() string { return d.answer.String() }
 
@@ -294,15 +298,32 @@ func errorCodeOf(code string) bridge.Code {
 }
 
 // DecodeStream reads a run_sse stream. It ends with the run's final
-// event, or an error for a stream it cannot read (CodeUpstream).
+// event (interrupted when the stream closed before the final response),
+// or an error for a stream it cannot read (CodeUpstream).
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		d := &StreamDecoder{}
+		for ev, err := range d.Read(r) {
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+		if !d.Done() {
+			yield(d.End(false), nil)
+		}
+	}
+}
+
+// Read decodes the frames of one run_sse connection. It stops at the
+// run's final event or at the end of r, without ending the run there: a
+// caller that resumes the run upstream reads the next connection with the
+// same decoder, so nothing is repeated. A read error is yielded.
+func (d *StreamDecoder) Read(r io.Reader) bridge.Stream {
+	return func(yield func(bridge.Event, error) bool) {
 		sse := wire.NewSSEReader(r)
 		for !d.done {
 			f, err := sse.Next()
 			if errors.Is(err, io.EOF) {
-				yield(d.End(false), nil)
 				return
 			}
 			if err != nil {

@@ -270,33 +270,92 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 }
 
 func (k *call) events(yield func(bridge.Event, error) bool) {
-	defer k.cancel(nil)
-	defer k.body.Close()
+	defer func() { k.cancel(nil) }()
 	idle := k.c.cfg.Timeouts.Idle
-	body := &brokenReader{r: k.body}
-	for ev, err := range wire.DecodeStream(body) {
-		if err != nil && body.err != nil && k.rctx.Err() == nil {
-			// The connection broke before the final response: ADK has no
-			// resume, so the run is interrupted (never completed).
-			ev, err = bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent, Final: &bridge.Final{Status: bridge.StatusInterrupted,
-				Reason: "the ADK stream broke before the run's final response"}}, nil
+	d := &wire.StreamDecoder{}
+	body := k.body
+	for resumes := 0; ; resumes++ {
+		br := &brokenReader{r: body}
+		var serr error
+		got := false
+		for ev, err := range d.Read(br) {
+			if err != nil {
+				serr = err
+				break
+			}
+			got = true
+			if !k.emit(ev, yield) {
+				body.Close()
+				return
+			}
 		}
-		if err != nil {
-			yield(bridge.Event{}, outbound.StreamError(k.rctx, k.c.cfg.Name, idle, err))
+		body.Close()
+		if d.Done() {
 			return
 		}
-		switch ev.Kind {
-		case bridge.KindTextDelta:
-			k.text.WriteString(ev.Text)
-		case bridge.KindMessageStarted:
-			k.put(bridge.IDRun, bridge.RunIDFromContext(k.ctx), ev.ResponseID)
-		case bridge.KindFinal:
-			k.finish(ev.Final)
-		}
-		if !yield(ev, nil) {
+		if serr == nil && d.Answered() { // ADK closes the stream after the final response
+			k.emit(d.End(false), yield)
 			return
 		}
+		if serr != nil && (br.err == nil || k.rctx.Err() != nil) {
+			// Not a broken connection: a frame the decoder cannot read,
+			// or the bridge's own cancel or idle timeout.
+			yield(bridge.Event{}, outbound.StreamError(k.rctx, k.c.cfg.Name, idle, serr))
+			return
+		}
+		// The connection closed before the run's final response. An
+		// upstream that resumes (a bridge) sends the rest after the last
+		// event id; ADK itself answers an empty stream, and the run is
+		// interrupted, never completed.
+		if resumes < maxResumes && d.LastEventID != "" && (got || resumes == 0) && k.ctx.Err() == nil {
+			k.cancel(nil)
+			resp, cancel, err := k.resume(d.LastEventID)
+			if err == nil {
+				k.cancel = cancel
+				body = outbound.IdleBody(resp.Body, idle, cancel)
+				continue
+			}
+		}
+		f := d.End(false)
+		if br.err != nil {
+			f.Final.Reason = "the ADK stream broke before the run's final response"
+		}
+		k.emit(f, yield)
+		return
 	}
+}
+
+// emit yields ev after noting what the call keeps of it.
+func (k *call) emit(ev bridge.Event, yield func(bridge.Event, error) bool) bool {
+	switch ev.Kind {
+	case bridge.KindTextDelta:
+		k.text.WriteString(ev.Text)
+	case bridge.KindMessageStarted:
+		k.put(bridge.IDRun, bridge.RunIDFromContext(k.ctx), ev.ResponseID)
+	case bridge.KindFinal:
+		k.finish(ev.Final)
+	}
+	return yield(ev, nil)
+}
+
+// maxResumes bounds the upstream resumes of one call.
+const maxResumes = 3
+
+// resume asks the upstream for the run's events after lastEventID (the
+// chatkit convention: run_sse with lastEventId and no newMessage).
+func (k *call) resume(lastEventID string) (*http.Response, context.CancelCauseFunc, error) {
+	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, Streaming: true, LastEventID: lastEventID})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(k.ctx)
+	k.rctx = ctx
+	resp, err := k.do(ctx, http.MethodPost, k.c.root+"/run_sse", body, "text/event-stream")
+	if err != nil {
+		cancel(nil)
+		return nil, nil, err
+	}
+	return resp, cancel, nil
 }
 
 // finish records, after a completed run, the session the transcript now

@@ -242,3 +242,26 @@ func TestCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeUpstream: over an upstream that resumes (a bridge's ADK
+// endpoint), a stream cut halfway is resumed with lastEventId: the text
+// arrives once, whole, and the run completes. Over ADK itself (no resume)
+// the same cut interrupts the run (TestToolsAndErrors).
+func TestResumeUpstream(t *testing.T) {
+	srv := adktest.New()
+	srv.Resumable = true
+	t.Cleanup(srv.Close)
+	c := New(Config{URL: srv.URL})
+	call, err := c.Open(t.Context(), &bridge.Request{Model: "scripted", Messages: []bridge.Message{user("cut:alpha beta gamma delta epsilon")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(t, call)
+	if r.text != "alpha beta gamma delta epsilon" || r.final.Status != bridge.StatusCompleted {
+		t.Fatalf("text %q, final %+v", r.text, r.final)
+	}
+	runs := srv.RunRequests()
+	if len(runs) != 2 || runs[1]["newMessage"] != nil || len(runs[1]["lastEventId"]) == 0 || string(runs[0]["sessionId"]) != string(runs[1]["sessionId"]) {
+		t.Errorf("run requests: %v", runs)
+	}
+}

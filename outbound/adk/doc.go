@@ -11,6 +11,9 @@
 //
 // A run completes at the run's final response (not partial, no function
 // call left unanswered) or [DONE]; the ADK server closes the stream after
-// it. A close before that ends the run interrupted, never completed. ADK
-// has no stream resume, so there is nothing to resubscribe to.
+// it. A close before that is a broken connection: the client asks for the
+// rest with a run_sse request carrying lastEventId and no newMessage (the
+// chatkit convention, which a bridge's ADK endpoint answers); ADK itself
+// has no resume and answers an empty stream, and the run ends
+// interrupted, never completed.
 package adk

@@ -40,10 +40,16 @@ type Server struct {
 	Apps []string
 	// Delay is slept before each partial event.
 	Delay time.Duration
+	// Resumable makes the server resume as a bridge does (the chatkit
+	// convention, which ADK itself lacks): a run_sse request with
+	// lastEventId and no newMessage sends the events of the session's last
+	// run after that id, then [DONE]. A "cut:" run is then cut halfway.
+	Resumable bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	requests []Request
+	last     map[string][]event // the events of each session's last cut run
 }
 
 type session struct {
@@ -212,6 +218,8 @@ type runRequest struct {
 	NewMessage json.RawMessage `json:"newMessage"`
 	Streaming  bool            `json:"streaming"`
 	StateDelta json.RawMessage `json:"stateDelta"`
+	// LastEventID is read only by a Resumable server.
+	LastEventID string `json:"lastEventId"`
 }
 
 func actions() map[string]any {
@@ -245,6 +253,20 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 	}
 	if len(req.NewMessage) == 0 {
+		if s.Resumable && sse && req.LastEventID != "" {
+			s.mu.Lock()
+			evs := s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID]
+			s.mu.Unlock()
+			i := 0
+			for i < len(evs) && evs[i]["id"] != req.LastEventID {
+				i++
+			}
+			for _, ev := range evs[min(i+1, len(evs)):] {
+				b, _ := json.Marshal(ev)
+				fmt.Fprintf(w, "data: %s\n\n", b)
+			}
+			fmt.Fprint(w, "data: [DONE]\n\n")
+		}
 		return // ADK-JS: nothing runs, the stream ends empty
 	}
 	var msg struct {
@@ -302,19 +324,44 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 
 	say := func(answer string, cut bool) {
 		ws := strings.SplitAfter(answer, " ")
+		var evs []event
 		if sse && req.Streaming {
 			for _, wd := range ws {
-				time.Sleep(s.Delay)
-				if !emit(event{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": wd}}}, "partial": true}) {
-					return
-				}
+				evs = append(evs, event{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": wd}}}, "partial": true})
 			}
 		}
-		if cut {
-			panic(http.ErrAbortHandler) // the connection drops before the complete event
-		}
-		emit(event{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": answer}}}, "turnComplete": true,
+		evs = append(evs, event{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": answer}}}, "turnComplete": true,
 			"usageMetadata": map[string]int{"promptTokenCount": 1, "candidatesTokenCount": len(ws)}})
+		n := len(evs)
+		if cut {
+			n = len(evs) / 2
+			if !s.Resumable {
+				n = len(evs) - 1 // the connection drops before the complete event
+			}
+		}
+		for i, ev := range evs {
+			if i == n {
+				if s.Resumable { // the rest waits for the resume (fill in ids and times now)
+					for _, r := range evs[n:] {
+						r["invocationId"], r["author"], r["id"] = inv, req.AppName, eventID()
+						r["actions"], r["longRunningToolIds"], r["timestamp"] = actions(), []string{}, now()
+					}
+					s.mu.Lock()
+					if s.last == nil {
+						s.last = map[string][]event{}
+					}
+					s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID] = evs
+					s.mu.Unlock()
+				}
+				panic(http.ErrAbortHandler)
+			}
+			if p, _ := ev["partial"].(bool); p {
+				time.Sleep(s.Delay)
+			}
+			if !emit(ev) {
+				return
+			}
+		}
 	}
 	t := text.String()
 	switch {
