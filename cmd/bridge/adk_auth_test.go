@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/inbound"
 )
@@ -64,5 +66,37 @@ func TestADKAuth(t *testing.T) {
 	}
 	if st, body := adkCall(t, "GET", sessions+"/s1", "key-a", ""); st != 200 || !strings.Contains(body, `"owner":"a"`) || !strings.Contains(body, `"author":"user"`) {
 		t.Errorf("a's s1 after b made one: %d %s", st, body)
+	}
+}
+
+// TestADKOverload: past the per-principal run limit a run is refused with
+// ADK's error shape, 429 and Retry-After, before anything streams; a body
+// over the limit is a 413 of the same shape.
+func TestADKOverload(t *testing.T) {
+	up := newSlowOpenAI(t, 50*time.Millisecond, func(n int) []string { return words("w", 20) })
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.baseURL()}}
+	cfg.MaxRunsPerPrincipal = 1
+	base := "http://" + startMain(t, cfg).Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	adkJSON(t, ctx, "POST", base+"/apps/app/users/u/sessions/o1", ``, 200, nil)
+	adkJSON(t, ctx, "POST", base+"/apps/app/users/u/sessions/o2", ``, 200, nil)
+	first := adkDo(t, ctx, "POST", base+"/run_sse", runBody("app", "u", "o1", "long", true))
+	defer first.Body.Close()
+	if evs, _ := adkFrames(t, first.Body, 1); len(evs) != 1 {
+		t.Fatal("the first run streams nothing")
+	}
+	resp := adkDo(t, ctx, "POST", base+"/run_sse", runBody("app", "u", "o2", "another", true))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var e struct{ Error string }
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || json.Unmarshal(b, &e) != nil || e.Error == "" {
+		t.Errorf("over the run limit: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	big := `{"appName":"app","userId":"u","sessionId":"o2","newMessage":{"parts":[{"text":"` + strings.Repeat("x", 9<<20) + `"}]}}`
+	st, body := adkCall(t, "POST", base+"/run", "", big)
+	if st != 413 || json.Unmarshal([]byte(body), &e) != nil || e.Error == "" {
+		t.Errorf("too large: %d %.200s", st, body)
 	}
 }
