@@ -51,6 +51,8 @@ func responsesPairs() []pair {
 				"none to send), instructions as the top-level system, max_output_tokens as max_tokens.",
 		}},
 		{inbound: rc, outbound: a2aOut},
+		{inbound: rc, outbound: adkOut},
+		{inbound: rc, outbound: hermesOut},
 		{inbound: openaiClient{}, outbound: responsesOut, notes: []string{
 			"Chat Completions over a Responses upstream: messages become input items (tool calls function_call items " +
 				"with their call_id, tool messages function_call_output), tools go flat with strict: false (Chat's default), " +
@@ -59,6 +61,8 @@ func responsesPairs() []pair {
 		}},
 		{inbound: anthropicClient{over: "responses"}, outbound: responsesOut},
 		{inbound: a2aInClient{}, outbound: responsesOut},
+		{inbound: adkClient{}, outbound: responsesOut},
+		{inbound: hermesClient{}, outbound: responsesOut},
 	}
 }
 

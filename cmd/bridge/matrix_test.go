@@ -121,7 +121,7 @@ func matrixPairs() []pair {
 				"reasoning_content, usage, and upstream errors with their status, type, code and message.",
 		}},
 		{inbound: openaiClient{}, outbound: echoOut},
-	}, slices.Concat(anthropicPairs(), a2aMatrixPairs(), adkMatrixPairs(), hermesMatrixPairs(), crossPairs())...)
+	}, slices.Concat(anthropicPairs(), a2aMatrixPairs(), adkMatrixPairs(), hermesMatrixPairs(), crossPairs(), responsesPairs())...)
 }
 
 // scenario is one column of the matrix.
