@@ -31,8 +31,11 @@ type Config struct {
 	Model string
 	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
 	MaxBody int64
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// KeepAlive is the gap after which a quiet stream gets a ": keepalive"
+	// comment, as Hermes sends (default 30s; negative: none).
+	KeepAlive time.Duration
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Handler serves the dialect. It is safe for concurrent use.
@@ -78,6 +81,9 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 30 * time.Second
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sessions: map[sessionKey]*session{}, idem: map[sessionKey]*idemEntry{}}
 	h.mux.HandleFunc("GET /api/sessions", h.listSessions)

@@ -21,7 +21,7 @@ import (
 
 // newServer serves the dialect and the run API over an engine on a temp
 // SQLite file and up.
-func newServer(t *testing.T, up bridge.Upstream) string {
+func newServer(t *testing.T, up bridge.Upstream, opts ...func(*inhermes.Config)) string {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
 	if err != nil {
@@ -31,7 +31,11 @@ func newServer(t *testing.T, up bridge.Upstream) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := inhermes.New(inhermes.Config{Engine: e, Runs: st})
+	cfg := inhermes.Config{Engine: e, Runs: st}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h := inhermes.New(cfg)
 	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{h.Name(): h}, Create: h.CreateRun()})
 	mux := http.NewServeMux()
 	for _, p := range h.Routes() {
@@ -182,5 +186,27 @@ func TestStreamAndRun(t *testing.T) {
 	}
 	if s, _, b := do(t, "POST", base+"/api/sessions/s/chat", `{"message":"again"}`); s != 502 || !strings.Contains(b, "upstream said no") {
 		t.Errorf("failed chat: %d %s", s, b)
+	}
+}
+
+// TestKeepAlive: a quiet stream gets ": keepalive" comments between frames.
+func TestKeepAlive(t *testing.T) {
+	gate := make(chan struct{})
+	up := &bridgetest.Upstream{Events: bridgetest.TextEvents("late"), Gate: gate}
+	base := newServer(t, up, func(c *inhermes.Config) { c.KeepAlive = 10 * time.Millisecond })
+	do(t, "POST", base+"/api/sessions", `{"id":"k"}`)
+	go func() {
+		time.Sleep(80 * time.Millisecond)
+		for range 8 { // more than the events: the gate never blocks the end
+			select {
+			case gate <- struct{}{}:
+			case <-time.After(time.Second):
+				return
+			}
+		}
+	}()
+	_, _, body := do(t, "POST", base+"/api/sessions/k/chat/stream", `{"message":"hi"}`)
+	if !strings.Contains(body, ": keepalive\n\n") || !strings.Contains(body, "event: done") {
+		t.Errorf("stream %q", body)
 	}
 }

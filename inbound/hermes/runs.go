@@ -42,9 +42,10 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	principal := bridge.PrincipalFromContext(ctx)
+	var ie *idemEntry
 	if key != "" {
 		h.mu.Lock()
-		ie := h.idem[sessionKey{principal, key}]
+		ie = h.idem[sessionKey{principal, key}]
 		if ie == nil {
 			ie = &idemEntry{}
 			h.idem[sessionKey{principal, key}] = ie
@@ -68,6 +69,11 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 			}
 			if live, err := h.cfg.Engine.Run(ctx, prior.ID); err == nil {
 				prior = live
+			}
+			if h.cfg.Runs != nil {
+				h.mu.Lock()
+				delete(h.idem, sessionKey{principal, key})
+				h.mu.Unlock()
 			}
 			w.Header().Set(HeaderReplayed, "true")
 			writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(prior, true))
@@ -103,9 +109,14 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	if key != "" {
+	if ie != nil {
 		h.mu.Lock()
-		h.idem[sessionKey{principal, key}].runID = run.ID
+		ie.runID = run.ID // for the requests waiting on ie.mu
+		if h.cfg.Runs != nil {
+			// The store finds the run by its key from now on: the entry
+			// only had to serialize the requests racing to create it.
+			delete(h.idem, sessionKey{principal, key})
+		}
 		h.mu.Unlock()
 	}
 	w.Header().Set(HeaderSessionID, s.id)

@@ -7,9 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
@@ -344,8 +347,31 @@ func (h *Handler) writeFrames(w http.ResponseWriter, r *http.Request, run *bridg
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	w.Header().Set("X-Run-Id", run.ID)
 	inbound.SetDropped(w.Header(), run.Dropped)
-	sw := inbound.NewSSEWriter(w)
+	sw := &lockedWriter{w: inbound.NewSSEWriter(w)}
 	w.WriteHeader(http.StatusOK)
+	if h.cfg.KeepAlive > 0 {
+		// The keepalive goroutine writes between frames; it is stopped
+		// before the handler returns.
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(h.cfg.KeepAlive)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					if sw.idle(h.cfg.KeepAlive) {
+						if _, err := sw.Write([]byte(": keepalive\n\n")); err != nil {
+							return
+						}
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
+	}
 	enc := wire.NewStreamEncoder(sw, opt)
 	var final *bridge.Final
 	for ev, err := range events {
@@ -365,4 +391,26 @@ func (h *Handler) writeFrames(w http.ResponseWriter, r *http.Request, run *bridg
 	if _, err := inbound.Dropped(r.Context(), h.cfg.Engine, run.ID, final, enc.Dropped()); err != nil {
 		h.cfg.Logger.Warn("record dropped", "run", run.ID, "err", err)
 	}
+}
+
+// lockedWriter serializes the frames and the keepalive comments, each one
+// Write (so one flush) of the SSE writer.
+type lockedWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	last time.Time
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = time.Now()
+	return l.w.Write(p)
+}
+
+// idle reports whether nothing was written for d.
+func (l *lockedWriter) idle(d time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.last) >= d
 }
