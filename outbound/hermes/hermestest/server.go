@@ -167,11 +167,6 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 	s.chats = append(s.chats, body)
 	sess.messages = append(sess.messages, map[string]any{"id": len(sess.messages) + 1, "session_id": sess.id, "role": "user", "content": msg})
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		sess.active, ru.done = "", true
-		s.mu.Unlock()
-	}()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Hermes-Session-Id", sess.id)
@@ -191,7 +186,14 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
-	defer frame("done", map[string]any{})
+	defer func() {
+		// The turn is over before done says so: a client may start the
+		// next one as soon as it reads done.
+		s.mu.Lock()
+		sess.active, ru.done = "", true
+		s.mu.Unlock()
+		frame("done", map[string]any{})
+	}()
 	mid := fmt.Sprintf("msg_%d", s.n)
 	frame("run.started", map[string]any{"user_message": map[string]any{"role": "user", "content": msg}})
 	frame("message.started", map[string]any{"message": map[string]any{"id": mid, "role": "assistant"}})
