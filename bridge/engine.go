@@ -300,7 +300,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	go func() {
 		defer e.runs.Done()
 		defer span.End()
-		e.pump(runCtx, lr, up, &upReq, &runTrace{span: span, start: now})
+		e.pump(runCtx, lr, up, &upReq, &runTrace{span: span, start: now}, nil)
 	}()
 	if created != nil {
 		err = <-created.done
@@ -461,7 +461,9 @@ const maxSteps = 16
 
 // pump drives a run's upstream calls and commits their events: one call,
 // and one more each time a steer arrived while the model was answering.
-func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request, rt *runTrace) {
+// first, when set, makes the first step instead of a new call (a resumed
+// run's call).
+func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Request, rt *runTrace, first func() (*Final, *Message)) {
 	defer func() {
 		if lr.stopAfter != nil {
 			lr.stopAfter()
@@ -476,7 +478,15 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 	}
 	var msgs []Message // transcript messages the run adds, committed with its final
 	for n := 1; ; n++ {
-		final, msg := e.step(ctx, lr, up, req, rt)
+		var (
+			final *Final
+			msg   *Message
+		)
+		if n == 1 && first != nil {
+			final, msg = first()
+		} else {
+			final, msg = e.step(ctx, lr, up, req, rt)
+		}
 		if msg != nil {
 			msgs = append(msgs, *msg)
 		}
@@ -504,13 +514,17 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 // step makes one upstream call and emits its events. It returns the step's
 // outcome and the assistant message it produced.
 func (e *Engine) step(ctx context.Context, lr *liveRun, up Upstream, req *Request, rt *runTrace) (*Final, *Message) {
-	runID := lr.run.ID
 	e.mapToolCallIDs(ctx, up, req)
-	var (
-		final *Final
-		asm   assembler
-	)
-	call, err := up.Open(ctx, req)
+	return e.follow(ctx, lr, up, rt, &assembler{}, func() (*Call, error) { return up.Open(ctx, req) })
+}
+
+// follow opens an upstream call (a new one, or a resumed one) and emits its
+// events; asm holds what the step said before (a resumed step's committed
+// events).
+func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTrace, asm *assembler, open func() (*Call, error)) (*Final, *Message) {
+	runID := lr.run.ID
+	var final *Final
+	call, err := open()
 	if err == nil {
 		lr.setCall(call)
 		defer lr.setCall(nil)

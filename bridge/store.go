@@ -131,7 +131,9 @@ type Store interface {
 
 	// InterruptRunning closes every run left running (by a crash) as
 	// interrupted with reason, appending its final event; it returns the ids.
-	InterruptRunning(ctx context.Context, reason string, now time.Time) ([]string, error)
+	// The runs named in keep stay running (this process resumes them
+	// upstream).
+	InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error)
 	// DeleteEventsBefore deletes the events of runs that ended before t.
 	DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 

@@ -47,6 +47,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"RunMessages", testRunMessages},
 		{"IDMap", testIDMap},
 		{"InterruptRunning", testInterruptRunning},
+		{"InterruptRunningKeep", testInterruptRunningKeep},
 		{"DeleteEventsBefore", testDeleteEventsBefore},
 		{"NotFound", testNotFound},
 		{"ConcurrentCommit", testConcurrentCommit},
@@ -862,6 +863,40 @@ func testInterruptRunning(t *testing.T, s bridge.Store) {
 	ids, err = s.InterruptRunning(ctx, "again", at(2*time.Hour))
 	if err != nil || len(ids) != 0 {
 		t.Errorf("second InterruptRunning = %v, %v; want none", ids, err)
+	}
+}
+
+// testInterruptRunningKeep: the runs named in keep (resumed upstream) stay
+// running, their events untouched; the others are interrupted.
+func testInterruptRunningKeep(t *testing.T, s bridge.Store) {
+	ctx := t.Context()
+	mustSession(t, s, "sess_1", "alice")
+	mustRun(t, s, newRun("run_resumed", "sess_1", "alice", at(time.Second)))
+	mustRun(t, s, newRun("run_lost", "sess_1", "alice", at(2*time.Second)))
+	resumed := TextDeltas("run_resumed", 1, 3)
+	mustCommit(t, s, &bridge.Batch{Events: resumed})
+
+	ids, err := s.InterruptRunning(ctx, "bridge restarted", at(time.Hour), "run_resumed", "run_unknown")
+	if err != nil {
+		t.Fatalf("InterruptRunning: %v", err)
+	}
+	diff(t, "interrupted ids", []string{"run_lost"}, ids)
+	if r := mustGetRun(t, s, "run_resumed"); r.Status != bridge.StatusRunning || !r.Finished.IsZero() {
+		t.Errorf("run_resumed = {Status: %s, Finished: %v}, want running", r.Status, r.Finished)
+	}
+	diff(t, "events of run_resumed", resumed, mustEvents(t, s, "run_resumed", 0, 0))
+	if r := mustGetRun(t, s, "run_lost"); r.Status != bridge.StatusInterrupted {
+		t.Errorf("run_lost is %s, want interrupted", r.Status)
+	}
+
+	// Without keep, the kept run is interrupted after its last event.
+	ids, err = s.InterruptRunning(ctx, "bridge restarted", at(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "second interrupted ids", []string{"run_resumed"}, ids)
+	if evs := mustEvents(t, s, "run_resumed", 0, 0); len(evs) != 4 || evs[3].Kind != bridge.KindFinal {
+		t.Errorf("run_resumed has %d events after the interrupt, want 3 and a final", len(evs))
 	}
 }
 

@@ -76,13 +76,10 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
 	}
 	m := &Main{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
-	ids, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC())
+	running, err := store.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("close interrupted runs: %w", err)
-	}
-	if len(ids) > 0 {
-		log.Warn("closed runs left running by the last process", "runs", len(ids))
+		return nil, fmt.Errorf("list runs left running: %w", err)
 	}
 
 	rt := &routes{model: cfg.Model}
@@ -109,6 +106,18 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 		return nil, err
 	}
 	m.engine = engine
+	// Runs a crash left running: those whose upstream can resume them go
+	// on upstream; the others are closed as interrupted.
+	resumed := resumeRuns(ctx, engine, rt, running, log)
+	ids, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC(), resumed...)
+	if err != nil {
+		_ = engine.Close(ctx)
+		store.Close()
+		return nil, fmt.Errorf("close interrupted runs: %w", err)
+	}
+	if len(ids) > 0 {
+		log.Warn("closed runs left running by the last process", "runs", len(ids))
+	}
 
 	keys, err := loadKeys(cfg)
 	if err != nil {
@@ -171,6 +180,31 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	}
 	go m.janitor()
 	return m, nil
+}
+
+// resumeRuns resumes upstream the runs a crash left running whose
+// upstream (still the one their model routes to) implements
+// bridge.Resumer, and returns their ids.
+func resumeRuns(ctx context.Context, engine *bridge.Engine, rt *routes, running []*bridge.Run, log *slog.Logger) []string {
+	var ids []string
+	for _, r := range running {
+		up, err := rt.Route(r.Model)
+		if err != nil || up.Name() != r.Upstream {
+			continue
+		}
+		if _, ok := bridge.ResumerOf(up); !ok {
+			continue
+		}
+		if err := engine.Resume(ctx, r); err != nil {
+			log.Warn("resume run", "run", r.ID, "upstream", r.Upstream, "err", err)
+			continue
+		}
+		ids = append(ids, r.ID)
+	}
+	if len(ids) > 0 {
+		log.Info("resuming runs left running by the last process", "runs", len(ids))
+	}
+	return ids
 }
 
 // servedDialect is an inbound dialect's handler.

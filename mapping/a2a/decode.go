@@ -49,6 +49,9 @@ type StreamDecoder struct {
 	unfinished bool
 	calls      int
 	id         string // the SSE id of the frame being decoded
+	// skip is answer text a resumed decoder's predecessor emitted, not yet
+	// attributed to an artifact: a Task snapshot does not repeat it.
+	skip int
 }
 
 // NewStreamDecoder returns a decoder for profile (ProfileA2A when empty).
@@ -57,6 +60,45 @@ func NewStreamDecoder(p Profile) *StreamDecoder {
 		p = ProfileA2A
 	}
 	return &StreamDecoder{Profile: p, emitted: map[string]int{}}
+}
+
+// Resume sets d up to follow a task another decoder (another process)
+// followed, after the events it emitted (one run step's committed events,
+// oldest first): the task's ids, the last SSE id among them, the answer so
+// far. A Task snapshot the resumed stream begins with then adds only the
+// artifact text not yet emitted, and message_started is not repeated.
+func (d *StreamDecoder) Resume(taskID, contextID string, prev []bridge.Event) {
+	d.TaskID, d.ContextID = taskID, contextID
+	for i := range prev {
+		ev := &prev[i]
+		if ev.UpstreamID != "" {
+			d.LastEventID = ev.UpstreamID
+		}
+		switch ev.Kind {
+		case bridge.KindMessageStarted:
+			d.started = true
+		case bridge.KindTextDelta:
+			d.started = true
+			d.answer.WriteString(ev.Text)
+		case bridge.KindToolCallStarted:
+			if ev.Source == bridge.SourceAgent {
+				d.calls++
+			}
+		}
+	}
+	d.skip = d.answer.Len()
+}
+
+// attribute gives an artifact seen for the first time after a resume the
+// answer text emitted before it, up to n bytes, and returns how much.
+func (d *StreamDecoder) attribute(id string, n int) int {
+	if d.skip == 0 || d.emitted[id] > 0 {
+		return 0
+	}
+	n = min(n, d.skip)
+	d.skip -= n
+	d.emitted[id] = n
+	return n
 }
 
 // Done reports whether a final event was decoded.
@@ -258,6 +300,7 @@ func (d *StreamDecoder) task(ev *wireEvent, out []bridge.Event) []bridge.Event {
 		for i := range ev.Artifacts {
 			a := &ev.Artifacts[i]
 			full := partsText(a.Parts)
+			d.attribute(a.ArtifactID, len(full))
 			done := d.emitted[a.ArtifactID]
 			if len(full) > done {
 				out = d.text(out, full[done:])
@@ -415,6 +458,11 @@ func (d *StreamDecoder) fileParts(out []bridge.Event, a *wireArtifact) []bridge.
 func (d *StreamDecoder) artifact(a *wireArtifact, appendChunk, last bool, out []bridge.Event) []bridge.Event {
 	if d.Profile == ProfileA2A {
 		s := partsText(a.Parts)
+		if appendChunk {
+			// More of an artifact begun before a resume: the text emitted
+			// before is its beginning.
+			d.attribute(a.ArtifactID, d.skip)
+		}
 		if !appendChunk && d.emitted[a.ArtifactID] > 0 {
 			// A replacement of an artifact already streamed: the client has
 			// its text; what goes on is taken as more of it.

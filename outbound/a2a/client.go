@@ -214,6 +214,54 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	return &bridge.Call{Events: call.events, Dropped: dropped, Cancel: call.cancel}, nil
 }
 
+var _ bridge.Resumer = (*Client)(nil)
+
+// Resume implements bridge.Resumer: it follows the run's upstream task
+// again, after a restart lost the stream. The task is run.UpstreamRunID (or
+// the run's id map entry); it is resubscribed with Last-Event-ID the last
+// upstream event id among events, so an agent that replays after that id
+// continues the run with no gap and no duplicate, and one that begins with
+// a Task snapshot adds only the text not yet emitted. An agent that cannot
+// resubscribe (the task ended meanwhile) is asked tasks/get, whose Task
+// gives the rest. An error means the task cannot be followed.
+func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == bridge.KindFinal { // an earlier step's end: the step resumed begins after it
+			events = events[i+1:]
+			break
+		}
+	}
+	taskID := run.UpstreamRunID
+	if taskID == "" && c.cfg.IDs != nil {
+		taskID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, run.ID)
+	}
+	if taskID == "" {
+		return nil, bridge.Errorf(bridge.CodeUpstream, "upstream %s never named the run's task", c.cfg.Name)
+	}
+	card, err := c.Card(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var contextID string
+	if c.cfg.IDs != nil && run.SessionID != "" {
+		contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, run.SessionID)
+	}
+	dec := wire.NewStreamDecoder(c.cfg.Profile)
+	dec.Resume(taskID, contextID, events)
+	var transcript []bridge.Message
+	if req != nil {
+		transcript = req.Messages
+	}
+	k := &call{c: c, card: card, ctx: ctx, run: run.ID, session: run.SessionID,
+		transcript: transcript, dec: dec, recorded: true}
+	k.taskID.Store(taskID)
+	if err := k.resume(); err != nil {
+		k.close()
+		return nil, err
+	}
+	return &bridge.Call{Events: k.events, Cancel: k.cancel}, nil
+}
+
 // call is one upstream task being followed.
 type call struct {
 	c          *Client
@@ -476,7 +524,7 @@ func (k *call) finalize(ev *bridge.Event) {
 		ev.Final = &g
 		f = &g
 	}
-	if (f.Status == bridge.StatusCompleted || f.Status == bridge.StatusInputRequired) && k.dec.ContextID != "" {
+	if (f.Status == bridge.StatusCompleted || f.Status == bridge.StatusInputRequired) && k.dec.ContextID != "" && len(k.transcript) > 0 {
 		next := append(append([]bridge.Message(nil), k.transcript...),
 			bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.dec.Answer())}})
 		k.put(bridge.IDSession, keyPrefix+wire.TranscriptKey(next), k.dec.ContextID)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -219,11 +220,12 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 // with reason at now: it appends the run's final event (seq one past the
 // last stored) and records the status, reason and finish time, all in one
 // transaction. It returns the ids of the runs it ended, oldest first.
-func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Time) ([]string, error) {
+// The runs named in keep (resumed upstream) are left running.
+func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error) {
 	var ids []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		ids, err = s.interruptRunning(ctx, tx, reason, now)
+		ids, err = s.interruptRunning(ctx, tx, reason, now, keep)
 		return err
 	})
 	if err != nil {
@@ -232,7 +234,7 @@ func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Ti
 	return ids, nil
 }
 
-func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string, now time.Time) ([]string, error) {
+func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string, now time.Time, keep []string) ([]string, error) {
 	type open struct {
 		id      string
 		lastSeq int64
@@ -248,6 +250,9 @@ func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string,
 		if err := rows.Scan(&o.id, &o.lastSeq); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if slices.Contains(keep, o.id) {
+			continue // resumed upstream: this process goes on with it
 		}
 		runs = append(runs, o)
 	}

@@ -1,0 +1,171 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Resumer is implemented by upstreams that can pick up a run whose call a
+// crashed process lost (an A2A agent's task, resubscribed after the last
+// upstream event id the bridge recorded). After a restart the engine
+// resumes such runs instead of closing them as interrupted.
+type Resumer interface {
+	// Resume reattaches to the upstream work of run. events are the run's
+	// committed events, oldest first: each carries the upstream's own
+	// event id in UpstreamID, and run.UpstreamRunID names the upstream's
+	// run (task) when it is known. req holds the transcript the run was
+	// sent (the session's stored messages). The call's events continue the
+	// run right after events: nothing of them again, nothing missing. An
+	// error means the upstream cannot resume the run.
+	Resume(ctx context.Context, req *Request, run *Run, events []Event) (*Call, error)
+}
+
+// ResumerOf returns up's Resumer, looking through wrappers (an upstream
+// with an Unwrap() Upstream method, such as outbound.Wrap's).
+func ResumerOf(up Upstream) (Resumer, bool) {
+	for up != nil {
+		if r, ok := up.(Resumer); ok {
+			return r, true
+		}
+		u, ok := up.(interface{ Unwrap() Upstream })
+		if !ok {
+			return nil, false
+		}
+		up = u.Unwrap()
+	}
+	return nil, false
+}
+
+// reasonResumeFailed prefixes the reason of a run whose resume failed.
+const reasonResumeFailed = "bridge restarted; the upstream could not resume the run"
+
+// Resume goes on with a run that a crashed process left running, over its
+// upstream's Resumer: the run's committed events stay its past, and the
+// resumed call's events follow them, committed and fanned out as any run's
+// (the run is live again: Subscribe follows it, Abort cancels it). It
+// returns once the run is live. The run's model must still route to the
+// upstream it went to, one that implements Resumer; otherwise, or when
+// the run cannot be made live, Resume returns an error and leaves the run
+// as it is stored. A resume the upstream refuses ends the run interrupted,
+// with a reason that says so.
+func (e *Engine) Resume(ctx context.Context, run *Run) error {
+	if run.Status != StatusRunning {
+		return Errorf(CodeConflict, "run %s is %s, not running", run.ID, run.Status)
+	}
+	up, err := e.route(run.Model)
+	if err != nil {
+		return err
+	}
+	if up.Name() != run.Upstream {
+		return Errorf(CodeConflict, "run %s went to upstream %s; its model %q routes to %s now", run.ID, run.Upstream, run.Model, up.Name())
+	}
+	res, ok := ResumerOf(up)
+	if !ok {
+		return Errorf(CodeInvalid, "upstream %s cannot resume runs", up.Name())
+	}
+	prev, err := e.store.Events(ctx, run.ID, 0, 0)
+	if err != nil {
+		return fmt.Errorf("load events run=%s: %w", run.ID, err)
+	}
+	transcript, err := e.transcript(ctx, run.SessionID)
+	if err != nil {
+		return err
+	}
+	r := *run
+	r.Dropped = append([]string(nil), run.Dropped...)
+	// The step being resumed began after the run's last final (a run
+	// continued with tool results has one per earlier step).
+	cur := 0
+	for i, ev := range prev {
+		if ev.Kind == KindFinal {
+			cur = i + 1
+		}
+	}
+	asm := &assembler{}
+	var steers []Message
+	for i := cur; i < len(prev); i++ {
+		ev := &prev[i]
+		asm.add(ev)
+		switch ev.Kind {
+		case KindUsage:
+			r.Usage.Merge(ev.Usage)
+		case KindMessageStarted:
+			if ev.ResponseID != "" && r.UpstreamRunID == "" {
+				r.UpstreamRunID = ev.ResponseID
+			}
+		case KindUserMessage:
+			if ev.Message != nil {
+				steers = append(steers, *ev.Message) // committed, not yet in the transcript
+			}
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	if e.runTimeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, e.runTimeout, errRunTimeout)
+		parent := cancel
+		cancel = func(err error) { parent(err); stop() }
+	}
+	runCtx = withRunID(runCtx, r.ID)
+	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes(runSpanAttributes(&r)...),
+		trace.WithLinks(originLinks(ctx, r.TraceID)...))
+	span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("restart"), attrAfterSeq.Int64(lastSeq(prev, r.LastSeq))))
+	if sc := span.SpanContext(); sc.HasTraceID() && r.TraceID == "" {
+		r.TraceID = sc.TraceID().String()
+	}
+
+	lr := newLiveRun(&r, prev, cancel)
+	for _, ev := range prev[cur:] {
+		if carriesContent(ev.Kind) {
+			lr.contentSeen = true
+			break
+		}
+	}
+	for _, m := range steers {
+		lr.addSteer(m) // the steps after the resumed one take them, as they would have
+	}
+	if err := e.register(lr); err != nil {
+		cancel(err)
+		span.End()
+		return err
+	}
+	req := &Request{Model: r.Model, SessionID: r.SessionID, Messages: transcript, Inbound: r.Inbound, Render: r.Render, Detached: true}
+	snapshot := r
+	rt := &runTrace{span: span, start: e.now().UTC()}
+	first := func() (*Final, *Message) {
+		call, err := res.Resume(runCtx, req, &snapshot, prev)
+		if err != nil {
+			if runCtx.Err() == nil {
+				be := AsError(err)
+				e.log.Warn("resume run upstream", "run", r.ID, "upstream", up.Name(), "err", err)
+				return &Final{Status: StatusInterrupted, Reason: reasonResumeFailed + ": " + be.Message}, asm.message(r.ID, e.now().UTC())
+			}
+			call = nil
+		}
+		return e.follow(runCtx, lr, up, rt, asm, func() (*Call, error) {
+			if call == nil {
+				return nil, err
+			}
+			return call, nil
+		})
+	}
+	e.log.Info("resuming run upstream", "run", r.ID, "upstream", up.Name(), "after_seq", lastSeq(prev, r.LastSeq))
+	e.runs.Add(1)
+	go func() {
+		defer e.runs.Done()
+		defer span.End()
+		e.pump(runCtx, lr, up, req, rt, first)
+	}()
+	return nil
+}
+
+// lastSeq is the seq of the last of evs, or def when there are none.
+func lastSeq(evs []Event, def int64) int64 {
+	if n := len(evs); n > 0 {
+		return evs[n-1].Seq
+	}
+	return def
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// readSSE reads SSE events from r until stop says enough (or the stream
+// ends), and returns them.
+func readSSE(t *testing.T, r io.Reader, stop func([]sseEvent) bool) []sseEvent {
+	t.Helper()
+	var (
+		out []sseEvent
+		cur sseEvent
+	)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		case line == "":
+			if cur.data != "" {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+			if stop != nil && stop(out) {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// chunkText is the delta content of an OpenAI chunk ("" for [DONE] and
+// chunks without text).
+func chunkText(t *testing.T, data string) string {
+	t.Helper()
+	if data == "[DONE]" {
+		return ""
+	}
+	var c struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		t.Fatalf("chunk %s: %v", data, err)
+	}
+	if len(c.Choices) == 0 {
+		return ""
+	}
+	return c.Choices[0].Delta.Content
+}
+
+// TestA2ARestartResumesUpstream SIGKILLs a bridge while an OpenAI client
+// (X-Session-Id: the run is detached) streams an answer from an A2A
+// upstream agent, and restarts it on the same store. The run is not
+// interrupted: the restarted bridge resubscribes to the agent's task with
+// Last-Event-ID the last upstream event id it had committed, and the run's
+// events from the start hold the agent's whole answer exactly once, every
+// event the client saw unchanged, seqs with no gap, ending completed. The
+// agent was sent one message: the task went on, it was not started again.
+//
+// The agent is a bridge serving A2A over a slow OpenAI upstream: its
+// tasks/resubscribe replays the frames after Last-Event-ID (a2a-go's own
+// server only follows the events produced after it resubscribes, so the
+// chunks streamed while the bridge was down would be lost to any client).
+func TestA2ARestartResumesUpstream(t *testing.T) {
+	answer := words("r", 150)
+	up := newSlowOpenAI(t, 15*time.Millisecond, func(int) []string { return answer })
+	agent := a2aBridge(t, up.baseURL())
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent)
+
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("X-Session-Id", "restart-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := resp.Header.Get("X-Run-Id")
+	var text strings.Builder
+	seen := readSSE(t, resp.Body, func(evs []sseEvent) bool {
+		text.WriteString(chunkText(t, evs[len(evs)-1].data))
+		return text.Len() > len(answer[0])*5 // a few words in
+	})
+	if text.Len() == 0 || runID == "" {
+		t.Fatalf("run %q: read %d events, text %q", runID, len(seen), text.String())
+	}
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	resp.Body.Close()
+
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent)
+	r, err := http.Get(base + "/v1/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run bridge.Run
+	err = jsonDecode(r, &run)
+	r.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != bridge.StatusRunning && run.Status != bridge.StatusCompleted {
+		t.Fatalf("after the restart the run is %s (%q), want running (resumed upstream)", run.Status, run.Reason)
+	}
+
+	// From the start: follows the resumed run to its end.
+	r, err = http.Get(base + "/v1/runs/" + runID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := readSSE(t, r.Body, nil)
+	r.Body.Close()
+	var got strings.Builder
+	var last int64
+	ids := map[string]string{}
+	for _, ev := range all {
+		got.WriteString(chunkText(t, ev.data))
+		if ev.id == "" {
+			continue
+		}
+		rid, seq, ok := bridge.ParseEventID(ev.id)
+		if !ok || rid != runID {
+			t.Fatalf("event id %q does not name run %s", ev.id, runID)
+		}
+		if seq <= last {
+			t.Errorf("event %s after seq %d", ev.id, last)
+		}
+		last = seq
+		ids[ev.id] = ev.data
+	}
+	if want := strings.Join(answer, ""); got.String() != want {
+		t.Errorf("the run's answer after the restart is\n%q\nwant exactly once\n%q", got.String(), want)
+	}
+	for _, ev := range seen {
+		if ev.id == "" {
+			continue
+		}
+		if d, ok := ids[ev.id]; !ok || d != ev.data {
+			t.Errorf("event %s the client saw replays as %q, want %q", ev.id, d, ev.data)
+		}
+	}
+
+	r, err = http.Get(base + "/v1/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = jsonDecode(r, &run)
+	r.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != bridge.StatusCompleted {
+		t.Errorf("the resumed run ended %s (%q), want completed", run.Status, run.Reason)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("the agent's model was called %d times, want once (the task resumed, not sent again)", n)
+	}
+}
