@@ -216,6 +216,11 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 		return nil, err
 	}
 	if !cr.Store {
+		// Not kept, but the session's chain has moved on: a later
+		// response continuing an older one branches from it.
+		if err := h.rec.set(ctx, kindHead, principal, run.SessionID, rec.ID); err != nil {
+			h.cfg.Logger.Warn("record the session's latest response", "session", run.SessionID, "err", err)
+		}
 		return run, nil
 	}
 	rec.Run, rec.Session, rec.After = run.ID, run.SessionID, run.LastSeq

@@ -305,12 +305,21 @@ func TestPreviousResponseID(t *testing.T) {
 	_, r3 := s.create(t, `{"model":"m","input":"three","previous_response_id":"`+r1.ID+`"}`)
 	eqLines(t, "branch upstream transcript", transcript(up.Requests()[2]), []string{"user:one", "assistant:answer 0", "user:three"})
 	// And the chain goes on from the branch.
-	s.create(t, `{"model":"m","input":"four","previous_response_id":"`+r3.ID+`"}`)
+	_, r4 := s.create(t, `{"model":"m","input":"four","previous_response_id":"`+r3.ID+`"}`)
 	eqLines(t, "chain after the branch", transcript(up.Requests()[3]),
 		[]string{"user:one", "assistant:answer 0", "user:three", "assistant:answer 2", "user:four"})
+	// An unstored response in the chain moves it on all the same: a later
+	// continuation of the response before it branches, without it.
+	_, r5 := s.create(t, `{"model":"m","input":"unstored","store":false,"previous_response_id":"`+r4.ID+`"}`)
+	if resp, _ := s.do(t, http.MethodGet, "/v1/responses/"+r5.ID, ""); resp.StatusCode != 404 {
+		t.Errorf("an unstored response is found: %d", resp.StatusCode)
+	}
+	s.create(t, `{"model":"m","input":"after","previous_response_id":"`+r4.ID+`"}`)
+	eqLines(t, "past an unstored response", transcript(up.Requests()[5]),
+		[]string{"user:one", "assistant:answer 0", "user:three", "assistant:answer 2", "user:four", "assistant:answer 3", "user:after"})
 	// The second chain still continues where it was.
 	s.create(t, `{"model":"m","input":"five","previous_response_id":"`+r2.ID+`"}`)
-	eqLines(t, "the first chain again", transcript(up.Requests()[4]),
+	eqLines(t, "the first chain again", transcript(up.Requests()[6]),
 		[]string{"user:one", "assistant:answer 0", "user:two", "assistant:answer 1", "user:five"})
 }
 
