@@ -226,19 +226,15 @@ func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.S
 	status := "idle"
 	for _, run := range page.Runs {
 		first := len(s.Events)
-		users := 0
+		// The run's input is its user event, id run:0 (a resume from it
+		// gets the whole run); later user messages of a run are steers,
+		// which are among its events.
 		for i := range page.Messages {
 			m := &page.Messages[i]
-			if m.RunID != run.ID || (m.Role != bridge.RoleUser && m.Role != bridge.RoleTool) {
-				continue
+			if m.RunID == run.ID && (m.Role == bridge.RoleUser || m.Role == bridge.RoleTool) {
+				s.Events = append(s.Events, wire.UserEvent(m, run.ID, bridge.EventID(run.ID, 0)))
+				break
 			}
-			id := bridge.EventID(run.ID, 0)
-			if users > 0 {
-				id = m.ID
-			}
-			users++
-			s.Events = append(s.Events, wire.UserEvent(m, run.ID, id))
-			break // later user messages of a run are its steers, among its events
 		}
 		enc := wire.NewEncoder(wire.EncoderOptions{Author: r.ADK.App})
 		n := 0
