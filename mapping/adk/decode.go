@@ -35,6 +35,47 @@ type StreamDecoder struct {
 // Done reports whether the decoder has produced its final event.
 func (d *StreamDecoder) Done() bool { return d.done }
 
+// Prime sets the decoder's state from the hub events decoded so far for
+// this run (a resume after a restart, when the decoder that made them is
+// gone), so the stream resumed after them repeats and doubles nothing.
+// Events up to the run's last final event are ignored.
+func (d *StreamDecoder) Prime(evs []bridge.Event) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == bridge.KindFinal {
+			evs = evs[i+1:]
+			break
+		}
+	}
+	for _, ev := range evs {
+		if ev.UpstreamID != "" {
+			d.LastEventID = ev.UpstreamID
+		}
+		switch ev.Kind {
+		case bridge.KindMessageStarted:
+			d.started, d.streamed, d.thought = true, "", ""
+			if ev.ResponseID != "" {
+				d.InvocationID = ev.ResponseID
+			}
+		case bridge.KindTextDelta:
+			d.streamed += ev.Text
+			d.final = false
+		case bridge.KindReasoningDelta:
+			d.thought += ev.Text
+			d.final = false
+		case bridge.KindMessageDone:
+			d.started, d.streamed, d.thought = false, "", ""
+			d.final = true
+		case bridge.KindToolCallDone:
+			d.calls++
+			d.final = false
+		case bridge.KindToolResult:
+			d.final = false
+		case bridge.KindUsage:
+			d.usage.Merge(ev.Usage)
+		}
+	}
+}
+
 // Answered reports whether the last event read was a final response: a
 // stream that closes now has ended well (ADK-JS closes it so).
 func (d *StreamDecoder) Answered() bool { return d.final }

@@ -161,7 +161,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	content, d := wire.EncodeContent(input)
 	dropped = append(dropped, d...)
 
-	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages}
+	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID}
 	pkey := transcriptKey(app, user, prefix)
 	if pkey != "" && c.cfg.IDs != nil {
 		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, pkey)
@@ -189,6 +189,50 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	return &bridge.Call{Events: k.events, Dropped: dropped}, nil
 }
 
+// Resume implements bridge.Resumer: after a restart, it asks the upstream
+// session the run went to for the events after the last one committed
+// (run_sse with lastEventId and no newMessage). A bridge's ADK endpoint
+// answers with the rest; ADK itself answers an empty stream, and the run
+// ends interrupted.
+func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+	app := c.cfg.App
+	if app == "" {
+		app = run.Model
+	}
+	user := run.Principal
+	if user == "" {
+		user = "bridge"
+	}
+	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID}
+	if c.cfg.IDs != nil {
+		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, "run:"+run.ID)
+		if k.session == "" && req.SessionID != "" {
+			k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, "bridge-session:"+req.SessionID)
+		}
+	}
+	if k.session == "" {
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s: the ADK session of run %s is not known", c.cfg.Name, run.ID)
+	}
+	k.dec.Prime(events)
+	for _, ev := range events {
+		if ev.Kind == bridge.KindTextDelta {
+			k.text.WriteString(ev.Text)
+		}
+	}
+	if k.dec.LastEventID == "" {
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s: run %s has no upstream event to resume after", c.cfg.Name, run.ID)
+	}
+	resp, cancel, err := k.resume(k.dec.LastEventID)
+	if err != nil {
+		return nil, err
+	}
+	k.body = outbound.IdleBody(resp.Body, c.cfg.Timeouts.Idle, cancel)
+	k.cancel = cancel
+	return &bridge.Call{Events: k.events}, nil
+}
+
+var _ bridge.Resumer = (*Client)(nil)
+
 // call is one run_sse request being read.
 type call struct {
 	c          *Client
@@ -197,9 +241,13 @@ type call struct {
 	app, user  string
 	session    string
 	transcript []bridge.Message
-	body       io.ReadCloser
-	cancel     context.CancelCauseFunc
-	text       strings.Builder // the run's answer text, as the transcript keeps it
+	dec        *wire.StreamDecoder
+	// bridgeSession is the bridge's session of the run, under which the
+	// upstream session is kept for a resume after a restart.
+	bridgeSession string
+	body          io.ReadCloser
+	cancel        context.CancelCauseFunc
+	text          strings.Builder // the run's answer text, as the transcript keeps it
 }
 
 func (k *call) sessionsURL() string {
@@ -255,6 +303,12 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 	if k.session == "" {
 		return nil, nil, nil
 	}
+	if run := bridge.RunIDFromContext(k.ctx); run != "" {
+		k.put(bridge.IDSession, "run:"+run, k.session)
+	}
+	if k.bridgeSession != "" {
+		k.put(bridge.IDSession, "bridge-session:"+k.bridgeSession, k.session)
+	}
 	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true})
 	if err != nil {
 		return nil, nil, err
@@ -272,7 +326,7 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 func (k *call) events(yield func(bridge.Event, error) bool) {
 	defer func() { k.cancel(nil) }()
 	idle := k.c.cfg.Timeouts.Idle
-	d := &wire.StreamDecoder{}
+	d := k.dec
 	body := k.body
 	for resumes := 0; ; resumes++ {
 		br := &brokenReader{r: body}

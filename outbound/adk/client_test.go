@@ -265,3 +265,46 @@ func TestResumeUpstream(t *testing.T) {
 		t.Errorf("run requests: %v", runs)
 	}
 }
+
+// TestResumeAfterRestart: the bridge's Resumer. A run whose process died
+// after a few events (the call dropped unread) is resumed by a new client
+// from the committed events: the upstream sends the rest after the last
+// upstream event id, and the text is whole, once.
+func TestResumeAfterRestart(t *testing.T) {
+	srv := adktest.New()
+	srv.Resumable = true
+	t.Cleanup(srv.Close)
+	store := &ids{}
+	c := New(Config{URL: srv.URL, IDs: store})
+	req := &bridge.Request{Model: "scripted", SessionID: "sess_1", Messages: []bridge.Message{user("cut:one two three four five six")}}
+	call, err := c.Open(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed []bridge.Event
+	text := ""
+	for ev, err := range call.Events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = append(committed, ev)
+		if ev.Kind == bridge.KindTextDelta {
+			text += ev.Text
+			if len(text) > 6 {
+				break // the process dies here
+			}
+		}
+	}
+	c2 := New(Config{URL: srv.URL, IDs: store}) // the next process
+	call, err = c2.Resume(t.Context(), req, &bridge.Run{ID: "run_1", Model: "scripted"}, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(t, call)
+	if text+r.text != "one two three four five six" || r.final.Status != bridge.StatusCompleted {
+		t.Fatalf("before %q + after %q; final %+v", text, r.text, r.final)
+	}
+	if _, err := c2.Resume(t.Context(), &bridge.Request{SessionID: "unknown"}, &bridge.Run{ID: "run_2", Model: "scripted"}, nil); bridge.ErrorCode(err) != bridge.CodeUnsupported {
+		t.Errorf("unknown session: %v", err)
+	}
+}

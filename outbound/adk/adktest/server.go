@@ -326,20 +326,20 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 				n = len(evs) - 1 // the connection drops before the complete event
 			}
 		}
+		if cut && s.Resumable { // the whole run, for the resume (ids and times now)
+			for _, r := range evs {
+				r["invocationId"], r["author"], r["id"] = inv, req.AppName, eventID()
+				r["actions"], r["longRunningToolIds"], r["timestamp"] = actions(), []string{}, now()
+			}
+			s.mu.Lock()
+			if s.last == nil {
+				s.last = map[string][]event{}
+			}
+			s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID] = evs
+			s.mu.Unlock()
+		}
 		for i, ev := range evs {
 			if i == n {
-				if s.Resumable { // the rest waits for the resume (fill in ids and times now)
-					for _, r := range evs[n:] {
-						r["invocationId"], r["author"], r["id"] = inv, req.AppName, eventID()
-						r["actions"], r["longRunningToolIds"], r["timestamp"] = actions(), []string{}, now()
-					}
-					s.mu.Lock()
-					if s.last == nil {
-						s.last = map[string][]event{}
-					}
-					s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID] = evs
-					s.mu.Unlock()
-				}
 				panic(http.ErrAbortHandler)
 			}
 			if p, _ := ev["partial"].(bool); p {
