@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
 )
 
 // readSSE reads SSE events from r until stop says enough (or the stream
@@ -177,5 +180,68 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 	}
 	if n := len(up.Requests()); n != 1 {
 		t.Errorf("the agent's model was called %d times, want once (the task resumed, not sent again)", n)
+	}
+}
+
+// TestA2ARestartResumeRefused: when the agent is gone after the restart,
+// the run cannot be resumed and is closed as interrupted, with a reason
+// that says the resume failed; the events the client saw stay.
+func TestA2ARestartResumeRefused(t *testing.T) {
+	agent := a2atest.New(func(int, *a2asdk.Message) a2atest.Reply {
+		return a2atest.Reply{Chunks: words("g", 100), Delay: 15 * time.Millisecond}
+	})
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("X-Session-Id", "restart-2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := resp.Header.Get("X-Run-Id")
+	var text strings.Builder
+	seen := readSSE(t, resp.Body, func(evs []sseEvent) bool {
+		text.WriteString(chunkText(t, evs[len(evs)-1].data))
+		return text.Len() > 10
+	})
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	resp.Body.Close()
+	agent.Close()
+
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := readSSE(t, r.Body, nil)
+	r.Body.Close()
+	ids := map[string]string{}
+	for _, ev := range all {
+		ids[ev.id] = ev.data
+	}
+	for _, ev := range seen {
+		if d, ok := ids[ev.id]; ev.id != "" && (!ok || d != ev.data) {
+			t.Errorf("event %s the client saw replays as %q, want %q", ev.id, d, ev.data)
+		}
+	}
+	var run bridge.Run
+	r, err = http.Get(base + "/v1/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = jsonDecode(r, &run)
+	r.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
+		t.Errorf("the run is %s (%q), want interrupted saying the resume failed", run.Status, run.Reason)
 	}
 }
