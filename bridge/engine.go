@@ -43,6 +43,11 @@ type Call struct {
 	// tasks/cancel): Abort calls it before it cancels the call's context,
 	// so the upstream stops its work too, not only the connection.
 	Cancel func(ctx context.Context) error
+	// Steer, when set, passes user input to the upstream's own run (a
+	// Hermes agent's steer): Engine.Steer hands the message to it instead
+	// of queueing it for one more model call. CodeConflict from it means
+	// the upstream run takes no more input.
+	Steer func(ctx context.Context, msg Message) error
 }
 
 // ToolCallMinter is implemented by upstreams that reject tool-call ids
@@ -625,12 +630,44 @@ func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
 	if msg.Created.IsZero() {
 		msg.Created = e.now().UTC()
 	}
+	if call := lr.currentCall(); call != nil && call.Steer != nil && !lr.finishing() {
+		return e.passSteer(ctx, lr, call, msg)
+	}
 	lr.emitMu.Lock()
 	if !lr.addSteer(msg) {
 		lr.emitMu.Unlock()
 		return Errorf(CodeConflict, "run %s is finishing and takes no more input", runID)
 	}
 	// The steer is in the log before it is acknowledged.
+	p := &pending{lr: lr, ev: Event{Kind: KindUserMessage, Source: SourceBridge, Message: &msg}, done: make(chan error, 1)}
+	e.enqueue(lr, p)
+	lr.emitMu.Unlock()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return Errorf(CodeInternal, "the steer could not be stored")
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// passSteer hands a steer to the upstream's own run; once the upstream
+// took it, it is logged (a user_message event) and joins the transcript
+// when the run ends, with no model call of the bridge's.
+func (e *Engine) passSteer(ctx context.Context, lr *liveRun, call *Call, msg Message) error {
+	if err := call.Steer(ctx, msg); err != nil {
+		if ErrorCode(err) == CodeConflict {
+			return Errorf(CodeConflict, "run %s takes no more input upstream", lr.run.ID)
+		}
+		return err
+	}
+	lr.emitMu.Lock()
+	if !lr.addPassed(msg) {
+		lr.emitMu.Unlock()
+		return Errorf(CodeConflict, "run %s ended as the upstream took the steer; it may not have been heard", lr.run.ID)
+	}
 	p := &pending{lr: lr, ev: Event{Kind: KindUserMessage, Source: SourceBridge, Message: &msg}, done: make(chan error, 1)}
 	e.enqueue(lr, p)
 	lr.emitMu.Unlock()
@@ -672,6 +709,7 @@ func (e *Engine) finish(lr *liveRun, f *Final, msgs []Message, rt *runTrace) {
 		lr.close()
 		return
 	}
+	msgs = append(msgs, lr.takePassed()...) // steers an agent upstream took
 	p := &pending{lr: lr, ev: Event{Kind: KindFinal, Source: SourceBridge, Final: f}, done: make(chan error, 1), msgs: msgs}
 	now := e.now().UTC()
 	p.ev.Time = now

@@ -33,6 +33,7 @@ type liveRun struct {
 
 	steers      []Message // user input queued for the next model call
 	steerClosed bool      // the run decided its outcome: no more steers
+	passed      []Message // steers the upstream's own run took, for the transcript
 
 	call *Call // the upstream call in progress, for Abort; guarded by mu
 
@@ -86,6 +87,29 @@ func (lr *liveRun) addSteer(m Message) bool {
 	}
 	lr.steers = append(lr.steers, m)
 	return true
+}
+
+// addPassed keeps a steer the upstream took; false once the run takes no
+// more. The caller holds emitMu.
+func (lr *liveRun) addPassed(m Message) bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.steerClosed || lr.done {
+		return false
+	}
+	lr.passed = append(lr.passed, m)
+	return true
+}
+
+// takePassed closes the steer queue and returns the steers the upstream
+// took.
+func (lr *liveRun) takePassed() []Message {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.steerClosed = true
+	p := lr.passed
+	lr.passed = nil
+	return p
 }
 
 // nextSteers takes the queued steers. Unless cont (the run may make another
