@@ -133,3 +133,37 @@ func TestA2AOverHermes(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestHermesOverHermesSteer: a Hermes client's steer of a run over a Hermes
+// upstream reaches the upstream run (POST /v1/runs/{run_id}/steer), with
+// no second turn; its stop stops the upstream run.
+func TestHermesOverHermesSteer(t *testing.T) {
+	base, srv := hermesUpstreamBridge(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	id := hermesJSON(t, hermesDo(t, ctx, "POST", base+"/v1/runs", `{"input":"slow please","session_id":"hh-1"}`), 202)["run_id"].(string)
+	deltas := 0
+	frames := hermesStream(t, hermesDo(t, ctx, "GET", base+"/v1/runs/"+id+"/events", "").Body, func(f hermesFrame) bool {
+		if f.Name == "assistant.delta" {
+			switch deltas++; deltas {
+			case 2:
+				hermesJSON(t, hermesDo(t, ctx, "POST", base+"/v1/runs/"+id+"/steer", `{"input":"also mention Rome"}`), 200)
+			case 4:
+				hermesJSON(t, hermesDo(t, ctx, "POST", base+"/v1/runs/"+id+"/stop", ``), 200)
+			}
+		}
+		return false
+	})
+	if got := names(frames); !strings.Contains(got, "run.steered") || !strings.HasSuffix(got, "run.cancelled done") {
+		t.Errorf("frames %q", got)
+	}
+	chats, stops, steers := srv.Snapshot()
+	if len(steers) != 1 || steers[0] != "also mention Rome" || len(stops) != 1 || len(chats) != 1 {
+		t.Errorf("upstream chats %d, stops %v, steers %v", len(chats), stops, steers)
+	}
+	h := hermesJSON(t, hermesDo(t, ctx, "GET", base+"/api/sessions/hh-1/messages", ""), 200)
+	data := h["data"].([]any)
+	if last := data[len(data)-1].(map[string]any); last["role"] != "user" || last["content"] != "also mention Rome" {
+		t.Errorf("history %v", data)
+	}
+}

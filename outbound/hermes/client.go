@@ -199,7 +199,8 @@ func turn(req *bridge.Request, fresh bool) (body map[string]any, dropped []strin
 
 // Open streams one turn of req's session through the upstream session's
 // chat stream. The call's Cancel stops the upstream run
-// (POST /v1/runs/{run_id}/stop).
+// (POST /v1/runs/{run_id}/stop); its Steer passes user input to it
+// (POST /v1/runs/{run_id}/steer).
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	if c.cfg.Model != "" {
 		r := *req
@@ -262,7 +263,15 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		resp.Body.Close()
 		return nil
 	}
-	return &bridge.Call{Events: events, Dropped: dropped, Cancel: stop}, nil
+	steer := func(ctx context.Context, m bridge.Message) error {
+		id := dec.RunID()
+		if id == "" {
+			return &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: time.Second,
+				Message: "the Hermes run has not started yet: steer again in a moment"}
+		}
+		return c.Steer(ctx, id, m.Text())
+	}
+	return &bridge.Call{Events: events, Dropped: dropped, Cancel: stop, Steer: steer}, nil
 }
 
 // Steer passes user input to the upstream run (POST /v1/runs/{id}/steer);

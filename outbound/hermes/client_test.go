@@ -200,6 +200,34 @@ func TestClientStop(t *testing.T) {
 	if _, stops, _ := srv.Snapshot(); len(stops) != 1 {
 		t.Errorf("stops %v", stops)
 	}
+	// A steer through the call reaches the running upstream run; after
+	// the end it is refused.
+	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s2", Messages: []bridge.Message{user("slow again")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = 0
+	for ev, err := range call.Events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == bridge.KindTextDelta {
+			if n++; n == 2 {
+				if err := call.Steer(t.Context(), user("faster")); err != nil {
+					t.Fatal(err)
+				}
+				if err := call.Cancel(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if _, _, steers := srv.Snapshot(); len(steers) != 1 || steers[0] != "faster" {
+		t.Errorf("steers %v", steers)
+	}
+	if err := call.Steer(t.Context(), user("late")); bridge.ErrorCode(err) != bridge.CodeConflict {
+		t.Errorf("late steer: %v", err)
+	}
 	if err := c.Steer(t.Context(), "run_nope", "x"); bridge.ErrorCode(err) != bridge.CodeNotFound {
 		t.Errorf("steer %v", err)
 	}
