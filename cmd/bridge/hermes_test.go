@@ -511,6 +511,9 @@ func TestHermesAuth(t *testing.T) {
 	if v := hermesJSON(t, hermesDo(t, ctx, "GET", base+"/api/sessions", ""), 401); hermesErrorCode(v) != "invalid_api_key" {
 		t.Errorf("no key %v", v)
 	}
+	if v := hermesJSON(t, hermesDo(t, ctx, "GET", base+"/v1/health", ""), 200); v["status"] != "ok" {
+		t.Errorf("health needs no key: %v", v)
+	}
 	hermesJSON(t, hermesDo(t, ctx, "POST", base+"/api/sessions", `{"id":"hs-a"}`, "Authorization", "Bearer hk-a"), 201)
 	hermesStream(t, hermesDo(t, ctx, "POST", base+"/api/sessions/hs-a/chat/stream", `{"message":"hi"}`, "Authorization", "Bearer hk-a").Body, nil)
 	if v := hermesJSON(t, hermesDo(t, ctx, "GET", base+"/api/sessions/hs-a/messages", "", "Authorization", "Bearer hk-b"), 404); hermesErrorCode(v) != "session_not_found" {

@@ -98,8 +98,16 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /api/sessions/{id}/chat/stream", h.resumeStream)
 	h.mux.HandleFunc("GET /v1/capabilities", h.capabilities)
 	h.mux.HandleFunc("POST /v1/runs", h.createRun)
+	for _, p := range h.PublicRoutes() {
+		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, []byte(`{"status":"ok","platform":"bridge"}`))
+		})
+	}
 	return h
 }
+
+// PublicRoutes lists the health checks, which need no key (as Hermes').
+func (h *Handler) PublicRoutes() []string { return []string{"GET /health", "GET /v1/health"} }
 
 // Routes lists the patterns the dialect serves itself. POST /v1/runs is
 // served through the common run API (CreateRun).

@@ -30,7 +30,8 @@ type Config struct {
 	// APIKey is the server's API_SERVER_KEY, sent as a bearer token. It
 	// never appears in logs, errors or history.
 	APIKey string
-	// Model, when set, replaces the request's model.
+	// Model, when set, is sent as the turn's model; else none is (the
+	// agent's own; a client's model name means nothing to it).
 	Model string
 	// IDs keeps the session and run id maps (the store). Without it
 	// every turn opens a new upstream session.
@@ -142,7 +143,7 @@ func (c *Client) session(ctx context.Context, local string, renew bool) (remote 
 // last assistant message), the leading system messages as system_message,
 // and, for a fresh upstream session, earlier turns carried in the message
 // as text.
-func turn(req *bridge.Request, fresh bool) (body map[string]any, dropped []string) {
+func turn(req *bridge.Request, fresh bool, model string) (body map[string]any, dropped []string) {
 	msgs := req.Messages
 	var system []string
 	for len(msgs) > 0 && (msgs[0].Role == bridge.RoleSystem || msgs[0].Role == bridge.RoleDeveloper) {
@@ -188,11 +189,11 @@ func turn(req *bridge.Request, fresh bool) (body map[string]any, dropped []strin
 		dropped = append(dropped, "hermes: client tools (the agent runs its own)")
 	}
 	body = map[string]any{"message": text.String()}
+	if model != "" {
+		body["model"] = model
+	}
 	if len(system) > 0 {
 		body["system_message"] = strings.Join(system, "\n\n")
-	}
-	if req.Model != "" {
-		body["model"] = req.Model
 	}
 	return body, dropped
 }
@@ -202,16 +203,11 @@ func turn(req *bridge.Request, fresh bool) (body map[string]any, dropped []strin
 // (POST /v1/runs/{run_id}/stop); its Steer passes user input to it
 // (POST /v1/runs/{run_id}/steer).
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
-	if c.cfg.Model != "" {
-		r := *req
-		r.Model = c.cfg.Model
-		req = &r
-	}
 	remote, fresh, err := c.session(ctx, req.SessionID, false)
 	if err != nil {
 		return nil, err
 	}
-	body, dropped := turn(req, fresh)
+	body, dropped := turn(req, fresh, c.cfg.Model)
 	if strings.TrimSpace(body["message"].(string)) == "" {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "nothing to send to the Hermes agent: the turn has no user text")
 	}
@@ -220,7 +216,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil && bridge.AsError(err).UpstreamCode == wire.CodeSessionNotFound && !fresh {
 		// The upstream forgot the session: a new one, with the turns so far.
 		if remote, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
-			body, dropped = turn(req, true)
+			body, dropped = turn(req, true, c.cfg.Model)
 			resp, err = c.do(sctx, http.MethodPost, "/api/sessions/"+url.PathEscape(remote)+"/chat/stream", body, "text/event-stream")
 		}
 	}
