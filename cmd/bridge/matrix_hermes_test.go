@@ -249,11 +249,19 @@ var hermesFrameNames = map[string]bool{
 // with done, and its continuation counts on).
 func validateHermesStream(t *testing.T, obs *observation, complete bool) {
 	t.Helper()
+	for _, e := range checkHermesStream(obs, complete) {
+		t.Error(e)
+	}
+}
+
+func checkHermesStream(obs *observation, complete bool) []string {
+	var errs []string
+	errorf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	var prev int64
 	done := false
 	for i, f := range obs.frames {
 		if done {
-			t.Errorf("frame %d after done", i+1)
+			errorf("frame %d after done", i+1)
 		}
 		var name string
 		for _, o := range f.other {
@@ -262,7 +270,7 @@ func validateHermesStream(t *testing.T, obs *observation, complete bool) {
 			}
 		}
 		if !hermesFrameNames[name] || len(f.data) != 1 {
-			t.Errorf("frame %d: event %q with %d data lines", i+1, name, len(f.data))
+			errorf("frame %d: event %q with %d data lines", i+1, name, len(f.data))
 			continue
 		}
 		var p struct {
@@ -279,17 +287,17 @@ func validateHermesStream(t *testing.T, obs *observation, complete bool) {
 			FinishReason string          `json:"finish_reason"`
 		}
 		if err := json.Unmarshal([]byte(f.data[0]), &p); err != nil {
-			t.Errorf("frame %d: %v", i+1, err)
+			errorf("frame %d: %v", i+1, err)
 			continue
 		}
 		if p.RunID != obs.runID || p.SessionID == "" || p.TS == nil {
-			t.Errorf("frame %d: run %q (want %q), session %q, ts %v", i+1, p.RunID, obs.runID, p.SessionID, p.TS)
+			errorf("frame %d: run %q (want %q), session %q, ts %v", i+1, p.RunID, obs.runID, p.SessionID, p.TS)
 		}
 		if !f.hasID || f.id != p.RunID+":"+strconv.FormatInt(p.Seq, 10) {
-			t.Errorf("frame %d: SSE id %q for seq %d", i+1, f.id, p.Seq)
+			errorf("frame %d: SSE id %q for seq %d", i+1, f.id, p.Seq)
 		}
 		if prev != 0 && p.Seq != prev+1 {
-			t.Errorf("frame %d: seq %d after %d", i+1, p.Seq, prev)
+			errorf("frame %d: seq %d after %d", i+1, p.Seq, prev)
 		}
 		prev = p.Seq
 		switch name {
@@ -316,8 +324,9 @@ func validateHermesStream(t *testing.T, obs *observation, complete bool) {
 		}
 	}
 	if complete && !done {
-		t.Errorf("the stream does not end with done")
+		errorf("the stream does not end with done")
 	}
+	return errs
 }
 
 func (c hermesClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn) *liveStream {
