@@ -37,7 +37,9 @@ type Upstream interface {
 // Call is an opened upstream call.
 type Call struct {
 	Events Stream
-	// Dropped lists what the outbound encoder could not express.
+	// Dropped lists what the outbound encoder could not express. A call
+	// may add to it while its events stream (the engine reads it again
+	// once they end), never from another goroutine.
 	Dropped []string
 	// Cancel, when set, is the upstream's own cancel of this call (A2A
 	// tasks/cancel): Abort calls it before it cancels the call's context,
@@ -576,6 +578,9 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 				break
 			}
 		}
+		// A call may learn while it streams what it could not carry (a
+		// resumed A2A task that lost text).
+		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, call.Dropped...) })
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,8 +176,8 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != bridge.StatusCompleted {
-		t.Errorf("the resumed run ended %s (%q), want completed", run.Status, run.Reason)
+	if run.Status != bridge.StatusCompleted || len(run.Dropped) != 0 {
+		t.Errorf("the resumed run ended %s (%q), dropped %v; want completed, nothing dropped", run.Status, run.Reason, run.Dropped)
 	}
 	if n := len(up.Requests()); n != 1 {
 		t.Errorf("the agent's model was called %d times, want once (the task resumed, not sent again)", n)
@@ -243,5 +244,75 @@ func TestA2ARestartResumeRefused(t *testing.T) {
 	}
 	if run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
 		t.Errorf("the run is %s (%q), want interrupted saying the resume failed", run.Status, run.Reason)
+	}
+}
+
+// TestA2ARestartOverA2AGo: a2a-go's server resubscribes a task with only
+// the events made after the resubscribe, so what it streamed while the
+// bridge was down is not in the resumed run. That is never silent: the
+// run says it dropped it (the task's artifacts, read at the end, hold
+// more than the run), and no text is repeated.
+func TestA2ARestartOverA2AGo(t *testing.T) {
+	answer := words("g", 100)
+	agent := a2atest.New(func(int, *a2asdk.Message) a2atest.Reply {
+		return a2atest.Reply{Chunks: answer, Delay: 15 * time.Millisecond}
+	})
+	t.Cleanup(agent.Close)
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("X-Session-Id", "restart-3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := resp.Header.Get("X-Run-Id")
+	var text strings.Builder
+	readSSE(t, resp.Body, func(evs []sseEvent) bool {
+		text.WriteString(chunkText(t, evs[len(evs)-1].data))
+		return text.Len() > 10
+	})
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	resp.Body.Close()
+
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, ev := range readSSE(t, r.Body, nil) {
+		got.WriteString(chunkText(t, ev.data))
+	}
+	r.Body.Close()
+	var run bridge.Run
+	r, err = http.Get(base + "/v1/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = jsonDecode(r, &run)
+	r.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != bridge.StatusCompleted {
+		t.Errorf("the resumed run ended %s (%q), want completed", run.Status, run.Reason)
+	}
+	seen := map[string]bool{}
+	for _, w := range strings.Fields(got.String()) {
+		if seen[w] {
+			t.Errorf("%q twice in %q", w, got.String())
+		}
+		seen[w] = true
+	}
+	lost := got.String() != strings.Join(answer, "")
+	if said := slices.Contains(run.Dropped, "a2a:text_streamed_while_the_bridge_was_down"); said != lost {
+		t.Errorf("text %q (lost some: %v), the run's dropped %v", got.String(), lost, run.Dropped)
 	}
 }

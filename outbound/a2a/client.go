@@ -259,8 +259,17 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 		k.close()
 		return nil, err
 	}
-	return &bridge.Call{Events: k.events, Cancel: k.cancel}, nil
+	out := &bridge.Call{Events: k.events, Cancel: k.cancel}
+	// An agent that neither replays after Last-Event-ID nor begins with a
+	// Task snapshot (a2a-go's server) lost what it streamed while the
+	// bridge was down: the task's artifacts, read at the end, say so.
+	k.verify, k.out = c.cfg.Profile == wire.ProfileA2A, out
+	return out, nil
 }
+
+// droppedResumeGap is recorded on a resumed run whose answer misses text
+// the agent's task holds.
+const droppedResumeGap = "a2a:text_streamed_while_the_bridge_was_down"
 
 // call is one upstream task being followed.
 type call struct {
@@ -281,6 +290,9 @@ type call struct {
 	taskID          atomic.Value // string, for cancel
 	cancelRequested atomic.Bool
 	recorded        bool
+
+	verify bool         // a call resumed after a restart: compare the answer with the task's at the end
+	out    *bridge.Call // the call handed out, whose Dropped verify adds to
 }
 
 // post sends one JSON-RPC request on its own connection context.
@@ -524,11 +536,36 @@ func (k *call) finalize(ev *bridge.Event) {
 		ev.Final = &g
 		f = &g
 	}
+	if k.verify && f.Status == bridge.StatusCompleted && k.lostText() {
+		k.c.cfg.Logger.Warn("a2a resumed task: text streamed while the bridge was down is missing", "upstream", k.c.cfg.Name, "task", k.dec.TaskID)
+		k.out.Dropped = append(k.out.Dropped, droppedResumeGap)
+	}
 	if (f.Status == bridge.StatusCompleted || f.Status == bridge.StatusInputRequired) && k.dec.ContextID != "" && len(k.transcript) > 0 {
 		next := append(append([]bridge.Message(nil), k.transcript...),
 			bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.dec.Answer())}})
 		k.put(bridge.IDSession, keyPrefix+wire.TranscriptKey(next), k.dec.ContextID)
 	}
+}
+
+// lostText reports whether the task's answer, as tasks/get gives it, is
+// not the answer emitted (false when it cannot tell).
+func (k *call) lostText() bool {
+	body := wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpGet, k.card.Version, k.dec.TaskID)
+	resp, cancel, err := k.post(body, false, "")
+	if err != nil {
+		return false
+	}
+	defer cancel(nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return false
+	}
+	d := wire.NewStreamDecoder(k.c.cfg.Profile)
+	if _, err := d.Frame(b, "", nil); err != nil {
+		return false
+	}
+	return d.Answer() != "" && d.Answer() != k.dec.Answer()
 }
 
 // cancel is the call's own cancel: tasks/cancel of the upstream task.
