@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -335,7 +336,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			if s.last == nil {
 				s.last = map[string][]event{}
 			}
-			s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID] = evs
+			kept := make([]event, len(evs)) // emit sets keys of evs below: keep copies
+			for i, r := range evs {
+				kept[i] = maps.Clone(r)
+			}
+			s.last[req.AppName+"/"+req.UserID+"/"+req.SessionID] = kept
 			s.mu.Unlock()
 		}
 		for i, ev := range evs {
