@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Profile says how an upstream arranges its events (chatkit's two A2A
@@ -233,7 +234,7 @@ func unwrapResult(result []byte) (string, []byte, error) {
 		"artifactUpdate": "artifact-update", "status_update": "status-update", "artifact_update": "artifact-update"}
 	if len(o) == 1 {
 		for k, raw := range o {
-			if kind, ok := wrappers[k]; ok && jsonKind(raw) == '{' {
+			if kind, ok := wrappers[k]; ok && wire.Kind(raw) == '{' {
 				return kind, raw, nil
 			}
 		}
@@ -386,7 +387,7 @@ func (d *StreamDecoder) data(p *wirePart, out []bridge.Event) []bridge.Event {
 		args := string(compact(fc.Args))
 		if len(fc.Args) == 0 {
 			args = "{}"
-		} else if jsonKind(fc.Args) == '"' {
+		} else if wire.Kind(fc.Args) == '"' {
 			var s string
 			_ = json.Unmarshal(fc.Args, &s)
 			args = s

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // The appenders write the SDK's types as JSON in version v's shape: 0.3
@@ -42,7 +44,7 @@ func AppendPart(b []byte, p a2asdk.Part, v Version) []byte {
 		} else {
 			b = append(b, `{"text":`...)
 		}
-		b = appendString(b, t.Text)
+		b = wire.AppendString(b, t.Text)
 		b = appendMeta(b, t.Metadata)
 	case a2asdk.DataPart:
 		if v == V03 {
@@ -73,35 +75,35 @@ func AppendPart(b []byte, p a2asdk.Part, v Version) []byte {
 			b = append(b, `{"kind":"file","file":{`...)
 			if bytes != "" || uri == "" {
 				b = append(b, `"bytes":`...)
-				b = appendString(b, bytes)
+				b = wire.AppendString(b, bytes)
 			} else {
 				b = append(b, `"uri":`...)
-				b = appendString(b, uri)
+				b = wire.AppendString(b, uri)
 			}
 			if meta.MimeType != "" {
 				b = append(b, `,"mimeType":`...)
-				b = appendString(b, meta.MimeType)
+				b = wire.AppendString(b, meta.MimeType)
 			}
 			if meta.Name != "" {
 				b = append(b, `,"name":`...)
-				b = appendString(b, meta.Name)
+				b = wire.AppendString(b, meta.Name)
 			}
 			b = append(b, '}')
 		} else {
 			if bytes != "" || uri == "" {
 				b = append(b, `{"raw":`...)
-				b = appendString(b, bytes)
+				b = wire.AppendString(b, bytes)
 			} else {
 				b = append(b, `{"url":`...)
-				b = appendString(b, uri)
+				b = wire.AppendString(b, uri)
 			}
 			if meta.MimeType != "" {
 				b = append(b, `,"mediaType":`...)
-				b = appendString(b, meta.MimeType)
+				b = wire.AppendString(b, meta.MimeType)
 			}
 			if meta.Name != "" {
 				b = append(b, `,"filename":`...)
-				b = appendString(b, meta.Name)
+				b = wire.AppendString(b, meta.Name)
 			}
 		}
 		b = appendMeta(b, t.Metadata)
@@ -129,17 +131,17 @@ func AppendMessage(b []byte, m *a2asdk.Message, v Version) []byte {
 	} else {
 		b = append(b, `{"messageId":`...)
 	}
-	b = appendString(b, m.ID)
+	b = wire.AppendString(b, m.ID)
 	if m.ContextID != "" {
 		b = append(b, `,"contextId":`...)
-		b = appendString(b, m.ContextID)
+		b = wire.AppendString(b, m.ContextID)
 	}
 	if m.TaskID != "" {
 		b = append(b, `,"taskId":`...)
-		b = appendString(b, string(m.TaskID))
+		b = wire.AppendString(b, string(m.TaskID))
 	}
 	b = append(b, `,"role":`...)
-	b = appendString(b, roleName(m.Role, v))
+	b = wire.AppendString(b, roleName(m.Role, v))
 	b = append(b, `,"parts":`...)
 	b = appendParts(b, m.Parts, v)
 	if len(m.ReferenceTasks) > 0 {
@@ -148,7 +150,7 @@ func AppendMessage(b []byte, m *a2asdk.Message, v Version) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, string(id))
+			b = wire.AppendString(b, string(id))
 		}
 		b = append(b, ']')
 	}
@@ -163,7 +165,7 @@ func AppendMessage(b []byte, m *a2asdk.Message, v Version) []byte {
 // AppendStatus appends a TaskStatus.
 func AppendStatus(b []byte, s *a2asdk.TaskStatus, v Version) []byte {
 	b = append(b, `{"state":`...)
-	b = appendString(b, stateName(s.State, v))
+	b = wire.AppendString(b, stateName(s.State, v))
 	if s.Message != nil {
 		b = append(b, `,"message":`...)
 		b = AppendMessage(b, s.Message, v)
@@ -178,14 +180,14 @@ func AppendStatus(b []byte, s *a2asdk.TaskStatus, v Version) []byte {
 // AppendArtifact appends an artifact.
 func AppendArtifact(b []byte, a *a2asdk.Artifact, v Version) []byte {
 	b = append(b, `{"artifactId":`...)
-	b = appendString(b, string(a.ID))
+	b = wire.AppendString(b, string(a.ID))
 	if a.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendString(b, a.Name)
+		b = wire.AppendString(b, a.Name)
 	}
 	if a.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendString(b, a.Description)
+		b = wire.AppendString(b, a.Description)
 	}
 	b = append(b, `,"parts":`...)
 	b = appendParts(b, a.Parts, v)
@@ -205,9 +207,9 @@ func AppendTask(b []byte, t *a2asdk.Task, v Version, historyLength *int) []byte 
 	} else {
 		b = append(b, `{"id":`...)
 	}
-	b = appendString(b, string(t.ID))
+	b = wire.AppendString(b, string(t.ID))
 	b = append(b, `,"contextId":`...)
-	b = appendString(b, t.ContextID)
+	b = wire.AppendString(b, t.ContextID)
 	b = append(b, `,"status":`...)
 	b = AppendStatus(b, &t.Status, v)
 	h := t.History
@@ -245,9 +247,9 @@ func appendStatusUpdate(b []byte, taskID, contextID string, s *a2asdk.TaskStatus
 	} else {
 		b = append(b, `{"statusUpdate":{"taskId":`...)
 	}
-	b = appendString(b, taskID)
+	b = wire.AppendString(b, taskID)
 	b = append(b, `,"contextId":`...)
-	b = appendString(b, contextID)
+	b = wire.AppendString(b, contextID)
 	b = append(b, `,"status":`...)
 	b = AppendStatus(b, s, v)
 	if v == V03 {
@@ -269,14 +271,14 @@ func appendArtifactHead(b []byte, taskID, contextID, artifactID, name string, v 
 	} else {
 		b = append(b, `{"artifactUpdate":{"taskId":`...)
 	}
-	b = appendString(b, taskID)
+	b = wire.AppendString(b, taskID)
 	b = append(b, `,"contextId":`...)
-	b = appendString(b, contextID)
+	b = wire.AppendString(b, contextID)
 	b = append(b, `,"artifact":{"artifactId":`...)
-	b = appendString(b, artifactID)
+	b = wire.AppendString(b, artifactID)
 	if name != "" {
 		b = append(b, `,"name":`...)
-		b = appendString(b, name)
+		b = wire.AppendString(b, name)
 	}
 	return append(b, `,"parts":`...)
 }

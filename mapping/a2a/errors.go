@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // JSON-RPC 2.0 and A2A error codes.
@@ -60,21 +61,21 @@ func (e *Error) appendJSON(b []byte, v Version) []byte {
 	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
-	b = appendString(b, e.Message)
+	b = wire.AppendString(b, e.Message)
 	switch {
 	case v == V10 && reasons[e.Code] != "":
 		b = append(b, `,"data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":`...)
-		b = appendString(b, reasons[e.Code])
+		b = wire.AppendString(b, reasons[e.Code])
 		b = append(b, `,"domain":"a2a-protocol.org"`...)
 		if e.BridgeCode != "" {
 			b = append(b, `,"metadata":{"bridgeCode":`...)
-			b = appendString(b, string(e.BridgeCode))
+			b = wire.AppendString(b, string(e.BridgeCode))
 			b = append(b, '}')
 		}
 		b = append(b, "}]"...)
 	case e.BridgeCode != "":
 		b = append(b, `,"data":{"bridgeCode":`...)
-		b = appendString(b, string(e.BridgeCode))
+		b = wire.AppendString(b, string(e.BridgeCode))
 		if e.RetryAfter > 0 {
 			b = append(b, `,"retryAfterSeconds":`...)
 			b = strconv.AppendInt(b, int64((e.RetryAfter+time.Second-1)/time.Second), 10)

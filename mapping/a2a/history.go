@@ -4,6 +4,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // EncodeHistory renders a history page as the chatkit A2A history shape
@@ -27,7 +28,7 @@ func EncodeHistory(p *bridge.HistoryPage) ([]byte, error) {
 	b = append(b, ']')
 	if p.HasMore && p.Cursor != "" {
 		b = append(b, `,"nextPageToken":`...)
-		b = appendString(b, p.Cursor)
+		b = wire.AppendString(b, p.Cursor)
 	}
 	return append(b, '}'), nil
 }

@@ -8,6 +8,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // HubMessage turns a client's message into the hub's (wire -> hub): text
@@ -148,7 +149,7 @@ func toolCallPart(tc *bridge.ToolCall) a2asdk.Part {
 // else the text as the model wrote it.
 func argsValue(args string) any {
 	raw := bytes.TrimSpace([]byte(args))
-	if jsonKind(raw) == '{' && json.Valid(raw) {
+	if wire.Kind(raw) == '{' && json.Valid(raw) {
 		return json.RawMessage(compact(raw))
 	}
 	if len(raw) == 0 {
@@ -172,7 +173,7 @@ func toolResultPart(tr *bridge.ToolResult) a2asdk.Part {
 // resultValue is a tool result's content: one JSON object as itself, else
 // {"result": <the text>}.
 func resultValue(parts []bridge.Part) any {
-	if len(parts) == 1 && parts[0].Type == bridge.PartData && jsonKind(parts[0].JSON) == '{' {
+	if len(parts) == 1 && parts[0].Type == bridge.PartData && wire.Kind(parts[0].JSON) == '{' {
 		return json.RawMessage(compact(parts[0].JSON))
 	}
 	var sb strings.Builder
@@ -185,7 +186,7 @@ func resultValue(parts []bridge.Part) any {
 		}
 	}
 	s := sb.String()
-	if raw := []byte(strings.TrimSpace(s)); jsonKind(raw) == '{' && json.Valid(raw) {
+	if raw := []byte(strings.TrimSpace(s)); wire.Kind(raw) == '{' && json.Valid(raw) {
 		return json.RawMessage(compact(raw))
 	}
 	return map[string]any{"result": s}

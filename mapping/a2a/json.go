@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // maxDepth is the deepest JSON nesting a decoder accepts.
@@ -46,35 +46,7 @@ func checkDepth(b []byte, max int) bool {
 	return true
 }
 
-// jsonKind returns the first byte of a JSON value: '{', '[', '"', 't', 'f',
-// 'n' or a digit or minus for numbers; 0 for empty input.
-func jsonKind(raw []byte) byte {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return 0
-	}
-	return raw[0]
-}
-
-func isNull(raw []byte) bool { return jsonKind(raw) == 'n' }
-
-func kindName(raw []byte) string {
-	switch jsonKind(raw) {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case 0:
-		return "nothing"
-	}
-	return "number"
-}
+func isNull(raw []byte) bool { return wire.IsNull(raw) }
 
 // invalid is a params error naming the field: -32602 on the wire.
 func invalid(format string, args ...any) *bridge.Error {
@@ -82,7 +54,7 @@ func invalid(format string, args ...any) *bridge.Error {
 }
 
 func typeErr(path, want string, raw []byte) *bridge.Error {
-	return invalid("%s: expected %s, got %s", path, want, kindName(raw))
+	return invalid("%s: expected %s, got %s", path, want, wire.KindName(raw))
 }
 
 // object is a JSON object decoded one level deep. A map keeps decoding
@@ -90,7 +62,7 @@ func typeErr(path, want string, raw []byte) *bridge.Error {
 type object map[string]json.RawMessage
 
 func asObject(raw []byte, path string) (object, error) {
-	if jsonKind(raw) != '{' {
+	if wire.Kind(raw) != '{' {
 		return nil, typeErr(path, "object", raw)
 	}
 	var o object
@@ -104,7 +76,7 @@ func asObject(raw []byte, path string) (object, error) {
 }
 
 func asArray(raw []byte, path string) ([]json.RawMessage, error) {
-	if jsonKind(raw) != '[' {
+	if wire.Kind(raw) != '[' {
 		return nil, typeErr(path, "array", raw)
 	}
 	var a []json.RawMessage
@@ -115,7 +87,7 @@ func asArray(raw []byte, path string) ([]json.RawMessage, error) {
 }
 
 func asString(raw []byte, path string) (string, error) {
-	if jsonKind(raw) != '"' {
+	if wire.Kind(raw) != '"' {
 		return "", typeErr(path, "string", raw)
 	}
 	var s string
@@ -126,7 +98,7 @@ func asString(raw []byte, path string) (string, error) {
 }
 
 func asBool(raw []byte, path string) (bool, error) {
-	if k := jsonKind(raw); k != 't' && k != 'f' {
+	if k := wire.Kind(raw); k != 't' && k != 'f' {
 		return false, typeErr(path, "boolean", raw)
 	}
 	var v bool
@@ -137,10 +109,10 @@ func asBool(raw []byte, path string) (bool, error) {
 }
 
 func asInt(raw []byte, path string) (int, error) {
-	k := jsonKind(raw)
+	k := wire.Kind(raw)
 	var v int64
 	if (k != '-' && (k < '0' || k > '9')) || json.Unmarshal(raw, &v) != nil || v > 1<<31 || v < -(1<<31) {
-		return 0, invalid("%s: expected integer, got %s", path, kindName(raw))
+		return 0, invalid("%s: expected integer, got %s", path, wire.KindName(raw))
 	}
 	return int(v), nil
 }
@@ -164,7 +136,7 @@ func asStrings(raw []byte, path string) ([]string, error) {
 
 // asMap decodes a JSON object into map[string]any, numbers kept exact.
 func asMap(raw []byte, path string) (map[string]any, error) {
-	if jsonKind(raw) != '{' {
+	if wire.Kind(raw) != '{' {
 		return nil, typeErr(path, "object", raw)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -206,59 +178,6 @@ func compact(raw []byte) json.RawMessage {
 	return b.Bytes()
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. It escapes like encoding/json
-// without HTML escaping: quotes, backslashes, control characters, U+2028
-// and U+2029; invalid UTF-8 becomes U+FFFD. A string never holds a raw
-// line end, so a frame's JSON stays on one data: line.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
 
 // appendJSON appends v marshalled by encoding/json (metadata and other
 // free-form values), or null when it cannot be.
@@ -268,14 +187,4 @@ func appendJSON(b []byte, v any) []byte {
 		return append(b, "null"...)
 	}
 	return append(b, out...)
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Version is the A2A protocol version a request speaks, from its
@@ -143,7 +145,7 @@ func DecodeBody(body []byte) (reqs []Request, batch bool, err *Error) {
 	if !checkDepth(body, maxDepth) {
 		return nil, false, &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels."}
 	}
-	switch jsonKind(body) {
+	switch wire.Kind(body) {
 	case '{':
 		return []Request{decodeRequest(body)}, false, nil
 	case '[':
@@ -171,7 +173,7 @@ func decodeRequest(raw []byte) Request {
 	bad := func(id json.RawMessage, msg string) Request {
 		return Request{ID: id, Err: &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: " + msg}}
 	}
-	if jsonKind(raw) != '{' {
+	if wire.Kind(raw) != '{' {
 		return bad(nil, "not an object.")
 	}
 	var o object
@@ -180,7 +182,7 @@ func decodeRequest(raw []byte) Request {
 	}
 	var id json.RawMessage
 	if v, ok := o["id"]; ok {
-		switch k := jsonKind(v); {
+		switch k := wire.Kind(v); {
 		case k == '"', k == 'n', k == '-', k >= '0' && k <= '9':
 			id = compact(v)
 		default:
@@ -192,7 +194,7 @@ func decodeRequest(raw []byte) Request {
 		return bad(orNull(id), `jsonrpc must be "2.0".`)
 	}
 	m, ok := o["method"]
-	if !ok || jsonKind(m) != '"' {
+	if !ok || wire.Kind(m) != '"' {
 		return bad(orNull(id), "method must be a string.")
 	}
 	var method string
@@ -201,7 +203,7 @@ func decodeRequest(raw []byte) Request {
 	}
 	r := Request{ID: id, Method: method, Op: LookupMethod(method)}
 	if p, ok := o["params"]; ok {
-		switch jsonKind(p) {
+		switch wire.Kind(p) {
 		case '{', '[':
 			r.Params = p
 		default:

@@ -8,6 +8,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // outputModes are the modes the bridge asks an upstream agent for.
@@ -21,9 +22,9 @@ func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message) []byte {
 		op = OpStream
 	}
 	b := append(make([]byte, 0, 512), `{"jsonrpc":"2.0","id":`...)
-	b = appendString(b, id)
+	b = wire.AppendString(b, id)
 	b = append(b, `,"method":`...)
-	b = appendString(b, op.MethodName(v))
+	b = wire.AppendString(b, op.MethodName(v))
 	b = append(b, `,"params":{"message":`...)
 	b = AppendMessage(b, m, v)
 	b = append(b, `,"configuration":{"acceptedOutputModes":["text/plain","application/json"]`...)
@@ -37,11 +38,11 @@ func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message) []byte {
 // tasks/cancel, tasks/resubscribe and their 1.0 names).
 func EncodeTaskRequest(id string, op Op, v Version, taskID string) []byte {
 	b := append(make([]byte, 0, 160), `{"jsonrpc":"2.0","id":`...)
-	b = appendString(b, id)
+	b = wire.AppendString(b, id)
 	b = append(b, `,"method":`...)
-	b = appendString(b, op.MethodName(v))
+	b = wire.AppendString(b, op.MethodName(v))
 	b = append(b, `,"params":{"id":`...)
-	b = appendString(b, taskID)
+	b = wire.AppendString(b, taskID)
 	return append(b, "}}"...)
 }
 

@@ -8,6 +8,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // StreamOptions configure a StreamEncoder.
@@ -155,7 +156,7 @@ func (e *StreamEncoder) result(b []byte, f *frame) []byte {
 		} else {
 			b = append(b, `{"text":`...)
 		}
-		b = appendString(b, f.text)
+		b = wire.AppendString(b, f.text)
 		b = append(b, "}]"...)
 		b = appendArtifactTail(b, !f.first, f.last, v)
 	case frameParts:

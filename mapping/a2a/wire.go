@@ -9,6 +9,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // SendParams are the params of message/send and message/stream (and of
@@ -86,7 +87,7 @@ func paramsObject(raw json.RawMessage) (object, error) {
 	if raw == nil {
 		return nil, invalid("params is required")
 	}
-	if jsonKind(raw) == '[' {
+	if wire.Kind(raw) == '[' {
 		return nil, invalid("params must be an object, not positional")
 	}
 	return asObject(raw, "params")

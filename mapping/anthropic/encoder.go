@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -72,7 +73,7 @@ func (e *StreamEncoder) Dropped() []string {
 }
 
 func addDropped(list []string, s string) []string {
-	if contains(list, s) {
+	if slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)

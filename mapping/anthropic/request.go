@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -279,7 +280,7 @@ func (d *reqDecoder) textPart(o object, path string) (bridge.Part, error) {
 func rest(o object, known ...string) *bridge.Opaque {
 	var keys []string
 	for k, v := range o {
-		if contains(known, k) {
+		if slices.Contains(known, k) {
 			continue
 		}
 		if k == "citations" && (wire.IsNull(v) || string(wire.Compact(v)) == "[]") {
@@ -500,7 +501,7 @@ func source(o object, path string, p *bridge.Part, types ...string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	if !contains(types, typ) || rest(s, "type", "media_type", "data", "url", "file_id") != nil {
+	if !slices.Contains(types, typ) || rest(s, "type", "media_type", "data", "url", "file_id") != nil {
 		return false, nil
 	}
 	switch typ {
@@ -657,7 +658,7 @@ func (d *reqDecoder) tools(top object) error {
 		if t.Name == "" {
 			return bridge.Errorf(bridge.CodeInvalid, "%s.name: must not be empty", path)
 		}
-		if err := optString(o, path, "description", &t.Description); err != nil {
+		if err := wire.OptString(o, path, "description", &t.Description); err != nil {
 			return err
 		}
 		if s, ok := o["input_schema"]; ok && !wire.IsNull(s) {
@@ -750,30 +751,9 @@ func (d *reqDecoder) toolChoice(top object) error {
 func reqString(o object, key, path string) (string, error) {
 	raw, ok := o[key]
 	if !ok || wire.IsNull(raw) {
-		return "", bridge.Errorf(bridge.CodeInvalid, "%s: Field required", join(path, key))
+		return "", bridge.Errorf(bridge.CodeInvalid, "%s: Field required", wire.Join(path, key))
 	}
-	return wire.AsString(raw, join(path, key))
-}
-
-// join appends key to a JSON path.
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func optString(o object, path, key string, dst *string) error {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	s, err := wire.AsString(raw, join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = s
-	return nil
+	return wire.AsString(raw, wire.Join(path, key))
 }
 
 func optFloat(o object, key string, dst **float64) error {
@@ -787,13 +767,4 @@ func optFloat(o object, key string, dst **float64) error {
 	}
 	*dst = &v
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

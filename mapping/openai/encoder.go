@@ -2,6 +2,7 @@ package openai
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,7 +94,7 @@ func (e *StreamEncoder) setBase() {
 func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
 func addDropped(list []string, s string) []string {
-	if contains(list, s) {
+	if slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)

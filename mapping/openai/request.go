@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,7 +123,7 @@ func (d *reqDecoder) decode(top object) error {
 	if err := d.toolChoice(top); err != nil {
 		return err
 	}
-	if err := optBool(top, "", "parallel_tool_calls", &req.ParallelToolCalls); err != nil {
+	if err := wire.OptBool(top, "", "parallel_tool_calls", &req.ParallelToolCalls); err != nil {
 		return err
 	}
 	if raw, ok := top["stream"]; ok && !wire.IsNull(raw) {
@@ -136,10 +137,10 @@ func (d *reqDecoder) decode(top object) error {
 	if err := d.maxTokens(top); err != nil {
 		return err
 	}
-	if err := optFloat(top, "", "temperature", &req.Temperature); err != nil {
+	if err := wire.OptFloat(top, "", "temperature", &req.Temperature); err != nil {
 		return err
 	}
-	if err := optFloat(top, "", "top_p", &req.TopP); err != nil {
+	if err := wire.OptFloat(top, "", "top_p", &req.TopP); err != nil {
 		return err
 	}
 	if err := d.stop(top); err != nil {
@@ -152,10 +153,10 @@ func (d *reqDecoder) decode(top object) error {
 		}
 		req.Seed = &v
 	}
-	if err := optString(top, "", "reasoning_effort", &req.ReasoningEffort); err != nil {
+	if err := wire.OptString(top, "", "reasoning_effort", &req.ReasoningEffort); err != nil {
 		return err
 	}
-	if err := optString(top, "", "user", &req.User); err != nil {
+	if err := wire.OptString(top, "", "user", &req.User); err != nil {
 		return err
 	}
 	if raw, ok := top["metadata"]; ok && !wire.IsNull(raw) {
@@ -200,10 +201,10 @@ func (d *reqDecoder) decode(top object) error {
 func (d *reqDecoder) maxTokens(top object) error {
 	req := d.req
 	var legacy *int64
-	if err := optInt(top, "", keyMaxTokens, &legacy); err != nil {
+	if err := wire.OptInt(top, "", keyMaxTokens, &legacy); err != nil {
 		return err
 	}
-	if err := optInt(top, "", "max_completion_tokens", &req.MaxTokens); err != nil {
+	if err := wire.OptInt(top, "", "max_completion_tokens", &req.MaxTokens); err != nil {
 		return err
 	}
 	if req.MaxTokens == nil {
@@ -308,13 +309,13 @@ func (d *reqDecoder) tools(top object) error {
 			return err
 		}
 		var t bridge.Tool
-		if t.Name, err = reqString(f, "name", path+".function"); err != nil {
+		if t.Name, err = wire.ReqString(f, "name", path+".function"); err != nil {
 			return err
 		}
 		if t.Name == "" {
 			return bridge.Errorf(bridge.CodeInvalid, "%s.function.name: must not be empty", path)
 		}
-		if err := optString(f, path+".function", "description", &t.Description); err != nil {
+		if err := wire.OptString(f, path+".function", "description", &t.Description); err != nil {
 			return err
 		}
 		if p, ok := f["parameters"]; ok && !wire.IsNull(p) {
@@ -323,7 +324,7 @@ func (d *reqDecoder) tools(top object) error {
 			}
 			t.Parameters = wire.Compact(p)
 		}
-		if err := optBool(f, path+".function", "strict", &t.Strict); err != nil {
+		if err := wire.OptBool(f, path+".function", "strict", &t.Strict); err != nil {
 			return err
 		}
 		for _, k := range wire.SortedKeys(o) {
@@ -361,7 +362,7 @@ func (d *reqDecoder) toolChoice(top object) error {
 	if err != nil {
 		return bridge.Errorf(bridge.CodeInvalid, "tool_choice: expected string or object, got %s", wire.KindName(raw))
 	}
-	typ, err := reqString(o, "type", "tool_choice")
+	typ, err := wire.ReqString(o, "type", "tool_choice")
 	if err != nil {
 		return err
 	}
@@ -376,7 +377,7 @@ func (d *reqDecoder) toolChoice(top object) error {
 	if err != nil {
 		return err
 	}
-	name, err := reqString(f, "name", "tool_choice.function")
+	name, err := wire.ReqString(f, "name", "tool_choice.function")
 	if err != nil {
 		return err
 	}
@@ -401,7 +402,7 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 	if err != nil {
 		return msg, err
 	}
-	role, err := reqString(o, "role", path)
+	role, err := wire.ReqString(o, "role", path)
 	if err != nil {
 		return msg, err
 	}
@@ -413,7 +414,7 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 		}
 		return msg, bridge.Errorf(bridge.CodeInvalid, "%s.role: unknown role %q", path, role)
 	}
-	if err := optString(o, path, "name", &msg.Name); err != nil {
+	if err := wire.OptString(o, path, "name", &msg.Name); err != nil {
 		return msg, err
 	}
 	if raw, ok := o["content"]; ok {
@@ -424,7 +425,7 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 	switch msg.Role {
 	case bridge.RoleAssistant:
 		var reasoning string
-		if err := optString(o, path, "reasoning_content", &reasoning); err != nil {
+		if err := wire.OptString(o, path, "reasoning_content", &reasoning); err != nil {
 			return msg, err
 		}
 		if reasoning != "" {
@@ -439,13 +440,13 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 			}
 		}
 	case bridge.RoleTool:
-		if msg.ToolCallID, err = reqString(o, "tool_call_id", path); err != nil {
+		if msg.ToolCallID, err = wire.ReqString(o, "tool_call_id", path); err != nil {
 			return msg, err
 		}
 	}
 	var rest []string
 	for k := range o {
-		if !contains(fields, k) {
+		if !slices.Contains(fields, k) {
 			rest = append(rest, k)
 		}
 	}
@@ -497,7 +498,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 	if err != nil {
 		return p, err
 	}
-	typ, err := reqString(o, "type", path)
+	typ, err := wire.ReqString(o, "type", path)
 	if err != nil {
 		return p, err
 	}
@@ -505,12 +506,12 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 	switch typ {
 	case "text":
 		p.Type = bridge.PartText
-		if p.Text, err = reqString(o, "text", path); err != nil {
+		if p.Text, err = wire.ReqString(o, "text", path); err != nil {
 			return p, err
 		}
 	case "refusal":
 		p.Type = bridge.PartRefusal
-		if p.Text, err = reqString(o, "refusal", path); err != nil {
+		if p.Text, err = wire.ReqString(o, "refusal", path); err != nil {
 			return p, err
 		}
 	case "image_url":
@@ -526,10 +527,10 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 			if err != nil {
 				return p, err
 			}
-			if p.URL, err = reqString(iu, "url", path+".image_url"); err != nil {
+			if p.URL, err = wire.ReqString(iu, "url", path+".image_url"); err != nil {
 				return p, err
 			}
-			if err := optString(iu, path+".image_url", "detail", &p.Detail); err != nil {
+			if err := wire.OptString(iu, path+".image_url", "detail", &p.Detail); err != nil {
 				return p, err
 			}
 			d.dropRest(iu, path+".image_url", "url", "detail")
@@ -547,10 +548,10 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if err != nil {
 			return p, err
 		}
-		if p.Data, err = reqString(ao, "data", path+".input_audio"); err != nil {
+		if p.Data, err = wire.ReqString(ao, "data", path+".input_audio"); err != nil {
 			return p, err
 		}
-		if err := optString(ao, path+".input_audio", "format", &p.Format); err != nil {
+		if err := wire.OptString(ao, path+".input_audio", "format", &p.Format); err != nil {
 			return p, err
 		}
 		d.dropRest(ao, path+".input_audio", "data", "format")
@@ -568,7 +569,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 			key string
 			dst *string
 		}{{"file_id", &p.FileID}, {"file_data", &p.Data}, {"filename", &p.Filename}} {
-			if err := optString(fo, path+".file", f.key, f.dst); err != nil {
+			if err := wire.OptString(fo, path+".file", f.key, f.dst); err != nil {
 				return p, err
 			}
 		}
@@ -581,7 +582,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 	}
 	var rest []string
 	for k := range o {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			rest = append(rest, k)
 		}
 	}
@@ -594,7 +595,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 // dropRest records the fields of a nested object the hub has no place for.
 func (d *reqDecoder) dropRest(o object, path string, known ...string) {
 	for _, k := range wire.SortedKeys(o) {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			d.drop(path + "." + k)
 		}
 	}
@@ -615,7 +616,7 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 			return nil, err
 		}
 		tc := bridge.ToolCall{Index: j}
-		if err := optString(o, p, "id", &tc.ID); err != nil {
+		if err := wire.OptString(o, p, "id", &tc.ID); err != nil {
 			return nil, err
 		}
 		if t, ok := o["type"]; ok && !wire.IsNull(t) {
@@ -635,7 +636,7 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 		if err != nil {
 			return nil, err
 		}
-		if tc.Name, err = reqString(f, "name", p+".function"); err != nil {
+		if tc.Name, err = wire.ReqString(f, "name", p+".function"); err != nil {
 			return nil, err
 		}
 		if a, ok := f["arguments"]; ok && !wire.IsNull(a) {
@@ -678,80 +679,3 @@ func parseDataURL(s string) (mediaType, data string, ok bool) {
 }
 
 func dataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }
-
-func reqString(o object, key, path string) (string, error) {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return "", bridge.Errorf(bridge.CodeInvalid, "%s: required", join(path, key))
-	}
-	return wire.AsString(raw, join(path, key))
-}
-
-// join appends key to a JSON path.
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func optString(o object, path, key string, dst *string) error {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	s, err := wire.AsString(raw, join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = s
-	return nil
-}
-
-func optBool(o object, path, key string, dst **bool) error {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	v, err := wire.AsBool(raw, join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
-}
-
-func optInt(o object, path, key string, dst **int64) error {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	v, err := wire.AsInt(raw, join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
-}
-
-func optFloat(o object, path, key string, dst **float64) error {
-	raw, ok := o[key]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	v, err := wire.AsFloat(raw, join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
