@@ -178,7 +178,6 @@ func compact(raw []byte) json.RawMessage {
 	return b.Bytes()
 }
 
-
 // appendJSON appends v marshalled by encoding/json (metadata and other
 // free-form values), or null when it cannot be.
 func appendJSON(b []byte, v any) []byte {
