@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
@@ -27,7 +28,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")
 	for _, path := range files {
-		if b, ok := readArchive(f, path).file("request.json"); ok {
+		if b, ok := golden.Read(f, path).File("request.json"); ok {
 			f.Add(b)
 		}
 	}
@@ -101,8 +102,8 @@ func lossy(r *bridge.Request) bool {
 func FuzzDecodeStream(f *testing.F) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
 	for _, path := range files {
-		a := readArchive(f, path)
-		if b, ok := a.file("upstream.sse"); ok {
+		a := golden.Read(f, path)
+		if b, ok := a.File("upstream.sse"); ok {
 			f.Add(b)
 			f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
 		}

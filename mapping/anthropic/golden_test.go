@@ -4,22 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenOptions are the fixed options the golden streams are encoded with.
 var goldenOptions = StreamOptions{ID: "msg_test", Model: "claude-test"}
@@ -28,95 +24,9 @@ var goldenOptions = StreamOptions{ID: "msg_test", Model: "claude-test"}
 const goldenRun = "run_test"
 
 // archive is a txtar golden file.
-type archive struct {
-	path    string
-	a       *txtar.Archive
-	changed bool
-}
+type archive = golden.Archive
 
-func readArchive(t testing.TB, path string) *archive {
-	t.Helper()
-	a, err := txtar.ParseFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &archive{path: path, a: a}
-}
-
-// directive reports whether the archive comment has the line "name: yes".
-func (a *archive) directive(name string) bool {
-	for _, l := range strings.Split(string(a.a.Comment), "\n") {
-		if strings.TrimSpace(l) == name+": yes" {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *archive) file(name string) ([]byte, bool) {
-	for _, f := range a.a.Files {
-		if f.Name == name {
-			return f.Data, true
-		}
-	}
-	return nil, false
-}
-
-// check compares got with section name; with -update it rewrites it.
-func (a *archive) check(t testing.TB, name string, got []byte) {
-	t.Helper()
-	want, ok := a.file(name)
-	if *update {
-		if !ok || !bytes.Equal(want, got) {
-			a.set(name, got)
-		}
-		return
-	}
-	if !ok {
-		t.Errorf("%s: no section %q (run go test -update)", a.path, name)
-		return
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s: %s mismatch (-want +got):\n%s", a.path, name, diff)
-	}
-}
-
-func (a *archive) set(name string, data []byte) {
-	a.changed = true
-	for i := range a.a.Files {
-		if a.a.Files[i].Name == name {
-			a.a.Files[i].Data = data
-			return
-		}
-	}
-	a.a.Files = append(a.a.Files, txtar.File{Name: name, Data: data})
-}
-
-func (a *archive) write(t testing.TB) {
-	t.Helper()
-	if *update && a.changed {
-		if err := os.WriteFile(a.path, txtar.Format(a.a), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func hasFile(a *archive, name string) bool { _, ok := a.file(name); return ok }
-
-// marshal renders v as JSON without HTML escaping, followed by a newline.
-func marshal(t testing.TB, v any, indent bool) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if indent {
-		enc.SetIndent("", "  ")
-	}
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+func hasFile(a *archive, name string) bool { _, ok := a.File(name); return ok }
 
 func indentJSON(t testing.TB, body []byte) []byte {
 	t.Helper()
@@ -248,31 +158,31 @@ func TestGoldenStreams(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
+			a := golden.Read(t, path)
+			defer a.Write(t)
 			var events []bridge.Event
-			if up, ok := a.file("upstream.sse"); ok {
-				if a.directive("crlf") {
+			if up, ok := a.File("upstream.sse"); ok {
+				if a.Flag("crlf") {
 					up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
 				}
 				events, _ = collect(t, DecodeStream(bytes.NewReader(up)))
 				var jl []byte
 				for _, ev := range events {
-					jl = append(jl, marshal(t, ev, false)...)
+					jl = append(jl, golden.Marshal(t, ev, false)...)
 				}
-				a.check(t, "events.jsonl", jl)
+				a.Check(t, "events.jsonl", jl)
 			}
 			// The encoder runs on the recorded events, so a change in the
 			// decoder shows in events.jsonl alone.
-			if want, ok := a.file("events.jsonl"); ok && (!*update || !hasFile(a, "upstream.sse")) {
+			if want, ok := a.File("events.jsonl"); ok && (!*golden.Update || !hasFile(a, "upstream.sse")) {
 				events = parseEvents(t, want)
 			}
 			sse, dropped := encodeEvents(t, events, goldenOptions)
-			a.check(t, "want.sse", sse)
-			validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true, Messages: a.directive("continued")})
-			a.check(t, "message.json", message(t, events))
+			a.Check(t, "want.sse", sse)
+			validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true, Messages: a.Flag("continued")})
+			a.Check(t, "message.json", message(t, events))
 			if len(dropped) > 0 || hasFile(a, "dropped.txt") {
-				a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
+				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 			}
 		})
 	}
@@ -292,18 +202,18 @@ func TestGoldenRequests(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
+			a := golden.Read(t, path)
+			defer a.Write(t)
 			var req *bridge.Request
-			body, fromWire := a.file("request.json")
+			body, fromWire := a.File("request.json")
 			if fromWire {
 				var err error
 				if req, err = DecodeRequest(body); err != nil {
 					t.Fatalf("DecodeRequest: %v", err)
 				}
-				a.check(t, "hub.json", marshal(t, req, true))
+				a.Check(t, "hub.json", golden.Marshal(t, req, true))
 			} else {
-				hub, ok := a.file("hub.json")
+				hub, ok := a.File("hub.json")
 				if !ok {
 					t.Fatal("neither request.json nor hub.json")
 				}
@@ -316,11 +226,11 @@ func TestGoldenRequests(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EncodeRequest: %v", err)
 			}
-			a.check(t, "upstream.json", indentJSON(t, out))
+			a.Check(t, "upstream.json", indentJSON(t, out))
 			all := append(slices.Clone(req.Dropped), dropped...)
-			a.check(t, "dropped.txt", []byte(strings.Join(all, "\n")+"\n"))
+			a.Check(t, "dropped.txt", []byte(strings.Join(all, "\n")+"\n"))
 
-			if fromWire && !a.directive("lossy") {
+			if fromWire && !a.Flag("lossy") {
 				again, err := DecodeRequest(out)
 				if err != nil {
 					t.Fatalf("DecodeRequest(EncodeRequest(req)): %v", err)

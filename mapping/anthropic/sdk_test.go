@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
 // sdkStream reads an encoded stream with the official Go SDK's SSE reader
@@ -66,9 +67,9 @@ func TestSDKReadsEncodedStreams(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			sse, _ := a.file("want.sse")
-			jl, _ := a.file("events.jsonl")
+			a := golden.Read(t, path)
+			sse, _ := a.File("want.sse")
+			jl, _ := a.File("events.jsonl")
 			events := parseEvents(t, jl)
 			got, err := sdkStream(t, sse)
 
@@ -99,7 +100,7 @@ func TestSDKReadsEncodedStreams(t *testing.T) {
 			if err := json.Unmarshal(body, &want); err != nil {
 				t.Fatal(err)
 			}
-			if a.directive("continued") {
+			if a.Flag("continued") {
 				// The SDK keeps the last message of a multi-turn replay; ours
 				// holds every turn's blocks.
 				return
@@ -126,8 +127,8 @@ func sdkErrorType(s string) sdk.ErrorType { return sdk.ErrorType(s) }
 func TestSDKReadsEncodedRequests(t *testing.T) {
 	files, _ := filepath.Glob("testdata/request_*.txtar")
 	for _, path := range files {
-		a := readArchive(t, path)
-		out, ok := a.file("upstream.json")
+		a := golden.Read(t, path)
+		out, ok := a.File("upstream.json")
 		if !ok {
 			continue
 		}

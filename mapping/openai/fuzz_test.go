@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
@@ -26,8 +27,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")
 	for _, path := range files {
-		a := readArchive(f, path)
-		if b, ok := a.file("request.json"); ok {
+		a := golden.Read(f, path)
+		if b, ok := a.File("request.json"); ok {
 			f.Add(b)
 		}
 	}
@@ -93,10 +94,10 @@ func corpusBodiesIfAny(tb testing.TB) [][]byte {
 func FuzzDecodeStream(f *testing.F) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
 	for _, path := range files {
-		a := readArchive(f, path)
-		if b, ok := a.file("upstream.sse"); ok {
+		a := golden.Read(f, path)
+		if b, ok := a.File("upstream.sse"); ok {
 			f.Add(b)
-			if a.directive("crlf") {
+			if a.Flag("crlf") {
 				f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
 			}
 		}

@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenOptions are the fixed options the golden streams are encoded with.
 var goldenOptions = StreamOptions{ID: "chatcmpl-test", Model: "gpt-test", Created: 1700000000, IncludeUsage: true}
@@ -27,93 +23,7 @@ var goldenOptions = StreamOptions{ID: "chatcmpl-test", Model: "gpt-test", Create
 const goldenRun = "run_test"
 
 // archive is a txtar golden file.
-type archive struct {
-	path    string
-	a       *txtar.Archive
-	changed bool
-}
-
-func readArchive(t testing.TB, path string) *archive {
-	t.Helper()
-	a, err := txtar.ParseFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &archive{path: path, a: a}
-}
-
-// directive reports whether the archive comment has the line "name: yes".
-func (a *archive) directive(name string) bool {
-	for _, l := range strings.Split(string(a.a.Comment), "\n") {
-		if strings.TrimSpace(l) == name+": yes" {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *archive) file(name string) ([]byte, bool) {
-	for _, f := range a.a.Files {
-		if f.Name == name {
-			return f.Data, true
-		}
-	}
-	return nil, false
-}
-
-// check compares got with section name; with -update it rewrites it.
-func (a *archive) check(t testing.TB, name string, got []byte) {
-	t.Helper()
-	want, ok := a.file(name)
-	if *update {
-		if !ok || !bytes.Equal(want, got) {
-			a.set(name, got)
-		}
-		return
-	}
-	if !ok {
-		t.Errorf("%s: no section %q (run go test -update)", a.path, name)
-		return
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s: %s mismatch (-want +got):\n%s", a.path, name, diff)
-	}
-}
-
-func (a *archive) set(name string, data []byte) {
-	a.changed = true
-	for i := range a.a.Files {
-		if a.a.Files[i].Name == name {
-			a.a.Files[i].Data = data
-			return
-		}
-	}
-	a.a.Files = append(a.a.Files, txtar.File{Name: name, Data: data})
-}
-
-func (a *archive) write(t testing.TB) {
-	t.Helper()
-	if *update && a.changed {
-		if err := os.WriteFile(a.path, txtar.Format(a.a), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// marshal renders v as JSON without HTML escaping, followed by a newline.
-func marshal(t testing.TB, v any, indent bool) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if indent {
-		enc.SetIndent("", "  ")
-	}
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+type archive = golden.Archive
 
 // collect ranges over a stream. An error the stream ends with is recorded
 // as a last event of kind error (source bridge), as the engine reports it.
@@ -169,32 +79,32 @@ func TestGoldenStreams(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
-			up, ok := a.file("upstream.sse")
+			a := golden.Read(t, path)
+			defer a.Write(t)
+			up, ok := a.File("upstream.sse")
 			if !ok {
 				t.Fatal("no upstream.sse")
 			}
-			if a.directive("crlf") {
+			if a.Flag("crlf") {
 				up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
 			}
 			events, _ := collect(t, DecodeStream(bytes.NewReader(up)))
 			var jl []byte
 			for _, ev := range events {
-				jl = append(jl, marshal(t, ev, false)...)
+				jl = append(jl, golden.Marshal(t, ev, false)...)
 			}
-			a.check(t, "events.jsonl", jl)
+			a.Check(t, "events.jsonl", jl)
 
 			// The encoder runs on the recorded events, so a change in the
 			// decoder shows in events.jsonl alone.
-			if want, ok := a.file("events.jsonl"); ok && !*update {
+			if want, ok := a.File("events.jsonl"); ok && !*golden.Update {
 				events = parseEvents(t, want)
 			}
 			sse, dropped := encodeEvents(t, events, goldenOptions)
-			a.check(t, "want.sse", sse)
-			a.check(t, "completion.json", completion(t, events))
+			a.Check(t, "want.sse", sse)
+			a.Check(t, "completion.json", completion(t, events))
 			if len(dropped) > 0 || hasFile(a, "dropped.txt") {
-				a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
+				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 			}
 		})
 	}
@@ -222,7 +132,7 @@ func completion(t testing.TB, events []bridge.Event) []byte {
 	return append(head, ind.Bytes()...)
 }
 
-func hasFile(a *archive, name string) bool { _, ok := a.file(name); return ok }
+func hasFile(a *archive, name string) bool { _, ok := a.File(name); return ok }
 
 func parseEvents(t testing.TB, jl []byte) []bridge.Event {
 	t.Helper()
@@ -253,17 +163,17 @@ func TestGoldenRequests(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
+			a := golden.Read(t, path)
+			defer a.Write(t)
 			var req *bridge.Request
-			if body, ok := a.file("request.json"); ok {
+			if body, ok := a.File("request.json"); ok {
 				var err error
 				if req, err = DecodeRequest(body); err != nil {
 					t.Fatalf("DecodeRequest: %v", err)
 				}
-				a.check(t, "hub.json", marshal(t, req, true))
+				a.Check(t, "hub.json", golden.Marshal(t, req, true))
 			} else {
-				hub, ok := a.file("hub.json")
+				hub, ok := a.File("hub.json")
 				if !ok {
 					t.Fatal("neither request.json nor hub.json")
 				}
@@ -281,10 +191,10 @@ func TestGoldenRequests(t *testing.T) {
 				t.Fatalf("EncodeRequest made invalid JSON: %v\n%s", err, body)
 			}
 			ind.WriteByte('\n')
-			a.check(t, "upstream.json", ind.Bytes())
-			a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
+			a.Check(t, "upstream.json", ind.Bytes())
+			a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 
-			if _, ok := a.file("request.json"); ok && !a.directive("lossy") {
+			if _, ok := a.File("request.json"); ok && !a.Flag("lossy") {
 				again, err := DecodeRequest(body)
 				if err != nil {
 					t.Fatalf("DecodeRequest(EncodeRequest(req)): %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
 // sdkStream reads an encoded stream with the official Go SDK's SSE reader
@@ -40,9 +41,9 @@ func TestSDKReadsEncodedStreams(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			sse, _ := a.file("want.sse")
-			jl, _ := a.file("events.jsonl")
+			a := golden.Read(t, path)
+			sse, _ := a.File("want.sse")
+			jl, _ := a.File("events.jsonl")
 			events := parseEvents(t, jl)
 			acc, err := sdkStream(t, sse)
 
@@ -104,8 +105,8 @@ func TestSDKReadsEncodedRequests(t *testing.T) {
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")
 	for _, path := range files {
-		a := readArchive(t, path)
-		if b, ok := a.file("request.json"); ok {
+		a := golden.Read(t, path)
+		if b, ok := a.File("request.json"); ok {
 			r, err := DecodeRequest(b)
 			if err != nil {
 				t.Fatal(err)

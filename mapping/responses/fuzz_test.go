@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
 func isBridgeError(err error) bool {
@@ -44,8 +45,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")
 	for _, path := range files {
-		a := readArchive(f, path)
-		if b, ok := a.file("request.json"); ok {
+		a := golden.Read(f, path)
+		if b, ok := a.File("request.json"); ok {
 			f.Add(b)
 		}
 	}
@@ -89,8 +90,8 @@ func FuzzDecodeRequest(f *testing.F) {
 func FuzzDecodeStream(f *testing.F) {
 	files, _ := filepath.Glob("testdata/stream_*.txtar")
 	for _, path := range files {
-		a := readArchive(f, path)
-		if b, ok := a.file("upstream.sse"); ok {
+		a := golden.Read(f, path)
+		if b, ok := a.File("upstream.sse"); ok {
 			f.Add(b)
 		}
 	}

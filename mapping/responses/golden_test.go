@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,13 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
-
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenOptions are the fixed options the golden streams are encoded with.
 var goldenOptions = StreamOptions{ID: "resp_test", Model: "gpt-test", Created: 1700000000}
@@ -32,93 +26,7 @@ const goldenRun = "run_test"
 var goldenTime = time.Unix(1700000042, 0).UTC()
 
 // archive is a txtar golden file.
-type archive struct {
-	path    string
-	a       *txtar.Archive
-	changed bool
-}
-
-func readArchive(t testing.TB, path string) *archive {
-	t.Helper()
-	a, err := txtar.ParseFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &archive{path: path, a: a}
-}
-
-// directive returns the value of the comment line "name: value".
-func (a *archive) directive(name string) string {
-	for _, l := range strings.Split(string(a.a.Comment), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-func (a *archive) file(name string) ([]byte, bool) {
-	for _, f := range a.a.Files {
-		if f.Name == name {
-			return f.Data, true
-		}
-	}
-	return nil, false
-}
-
-// check compares got with section name; with -update it rewrites it.
-func (a *archive) check(t testing.TB, name string, got []byte) {
-	t.Helper()
-	want, ok := a.file(name)
-	if *update {
-		if !ok || !bytes.Equal(want, got) {
-			a.set(name, got)
-		}
-		return
-	}
-	if !ok {
-		t.Errorf("%s: no section %q (run go test -update)", a.path, name)
-		return
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s: %s mismatch (-want +got):\n%s", a.path, name, diff)
-	}
-}
-
-func (a *archive) set(name string, data []byte) {
-	a.changed = true
-	for i := range a.a.Files {
-		if a.a.Files[i].Name == name {
-			a.a.Files[i].Data = data
-			return
-		}
-	}
-	a.a.Files = append(a.a.Files, txtar.File{Name: name, Data: data})
-}
-
-func (a *archive) write(t testing.TB) {
-	t.Helper()
-	if *update && a.changed {
-		if err := os.WriteFile(a.path, txtar.Format(a.a), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// marshal renders v as JSON without HTML escaping, followed by a newline.
-func marshal(t testing.TB, v any, indent bool) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if indent {
-		enc.SetIndent("", "  ")
-	}
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+type archive = golden.Archive
 
 func indent(t testing.TB, body []byte) []byte {
 	t.Helper()
@@ -216,8 +124,8 @@ func parseEvents(t testing.TB, jl []byte) []bridge.Event {
 
 func goldenOpts(a *archive) StreamOptions {
 	opt := goldenOptions
-	opt.Background = a.directive("background") == "yes"
-	if s := a.directive("skip"); s != "" {
+	opt.Background = a.Directive("background") == "yes"
+	if s := a.Directive("skip"); s != "" {
 		opt.Skip, _ = strconv.ParseInt(s, 10, 64)
 	}
 	return opt
@@ -240,33 +148,33 @@ func TestGoldenStreams(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
+			a := golden.Read(t, path)
+			defer a.Write(t)
 			var events []bridge.Event
-			if up, ok := a.file("upstream.sse"); ok {
-				if a.directive("crlf") == "yes" {
+			if up, ok := a.File("upstream.sse"); ok {
+				if a.Directive("crlf") == "yes" {
 					up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
 				}
 				events, _ = collect(t, DecodeStream(bytes.NewReader(up)))
 				var jl []byte
 				for _, ev := range events {
-					jl = append(jl, marshal(t, ev, false)...)
+					jl = append(jl, golden.Marshal(t, ev, false)...)
 				}
-				a.check(t, "events.jsonl", jl)
+				a.Check(t, "events.jsonl", jl)
 			}
 			// The encoder runs on the recorded events, so a change in the
 			// decoder shows in events.jsonl alone.
-			if want, ok := a.file("events.jsonl"); ok && !*update || events == nil {
+			if want, ok := a.File("events.jsonl"); ok && !*golden.Update || events == nil {
 				events = parseEvents(t, want)
 			}
 			events = engineEvents(events)
 			opt := goldenOpts(a)
 			sse, dropped := encodeEvents(t, events, opt)
-			a.check(t, "want.sse", sse)
+			a.Check(t, "want.sse", sse)
 			opt.Skip = 0
-			a.check(t, "response.json", response(t, events, opt))
-			if _, ok := a.file("dropped.txt"); len(dropped) > 0 || ok {
-				a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
+			a.Check(t, "response.json", response(t, events, opt))
+			if _, ok := a.File("dropped.txt"); len(dropped) > 0 || ok {
+				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 			}
 		})
 	}
@@ -285,18 +193,18 @@ func TestGoldenRequests(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := readArchive(t, path)
-			defer a.write(t)
+			a := golden.Read(t, path)
+			defer a.Write(t)
 			var req *bridge.Request
-			if body, ok := a.file("request.json"); ok {
+			if body, ok := a.File("request.json"); ok {
 				r, err := DecodeRequest(body)
 				if err != nil {
 					t.Fatalf("DecodeRequest: %v", err)
 				}
-				a.check(t, "decoded.json", marshal(t, r, true))
+				a.Check(t, "decoded.json", golden.Marshal(t, r, true))
 				req = r.Hub
 			} else {
-				hub, ok := a.file("hub.json")
+				hub, ok := a.File("hub.json")
 				if !ok {
 					t.Fatal("neither request.json nor hub.json")
 				}
@@ -305,8 +213,8 @@ func TestGoldenRequests(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			opt := EncodeOptions{PreviousResponseID: a.directive("previous"), Store: a.directive("store") == "yes"}
-			opt.From, _ = strconv.Atoi(a.directive("from"))
+			opt := EncodeOptions{PreviousResponseID: a.Directive("previous"), Store: a.Directive("store") == "yes"}
+			opt.From, _ = strconv.Atoi(a.Directive("from"))
 			// The engine puts the instructions in front of the transcript.
 			up := *req
 			up.Messages = append(slices.Clone(req.Instructions), req.Messages...)
@@ -314,8 +222,8 @@ func TestGoldenRequests(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EncodeRequest: %v", err)
 			}
-			a.check(t, "upstream.json", indent(t, body))
-			a.check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
+			a.Check(t, "upstream.json", indent(t, body))
+			a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
 		})
 	}
 }
