@@ -128,3 +128,37 @@ func Dropped(ctx context.Context, e *bridge.Engine, runID string, final *bridge.
 	}
 	return all, e.RecordDropped(context.WithoutCancel(ctx), runID, all[n:])
 }
+
+// WriteErrorBody writes a dialect's error: Content-Type (contentType, or
+// application/json when ""), Retry-After when be says how long to wait, the
+// status and the body.
+func WriteErrorBody(w http.ResponseWriter, be *bridge.Error, status int, body []byte, contentType string) {
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	w.Header().Set("Content-Type", contentType)
+	if be != nil && be.RetryAfter > 0 {
+		w.Header().Set("Retry-After", RetryAfter(be.RetryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// The headers the stateless dialects share: the session a request joins,
+// the run it made, and the run id its client proposed.
+const (
+	HeaderSessionID   = "X-Session-Id"
+	HeaderRunID       = "X-Run-Id"
+	HeaderClientRunID = "X-Client-Run-Id"
+)
+
+// Stateless marks req as a stateless dialect's (its messages are the whole
+// transcript) and attaches it to the session its X-Session-Id names; a
+// request in a named session is detached, so it keeps running, resumable,
+// when its client goes away.
+func Stateless(r *http.Request, req *bridge.Request) {
+	req.Full = true
+	req.SessionID = r.Header.Get(HeaderSessionID)
+	req.Detached = req.SessionID != ""
+	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+}

@@ -72,12 +72,7 @@ func (h *Handler) Name() string { return wire.Dialect }
 // a JSON-RPC request was read (authentication, the run API).
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	be := bridge.AsError(err)
-	w.Header().Set("Content-Type", "application/json")
-	if be.RetryAfter > 0 {
-		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
-	}
-	w.WriteHeader(httpStatus(be.Code))
-	_, _ = w.Write(wire.AppendError(nil, nil, wire.EncodeError(err), wire.V03))
+	inbound.WriteErrorBody(w, be, httpStatus(be.Code), wire.AppendError(nil, nil, wire.EncodeError(err), wire.V03), "")
 }
 
 func httpStatus(c bridge.Code) int {

@@ -80,12 +80,7 @@ func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 		h.cfg.Logger.Error("adk request failed", "err", err)
 	}
 	status, body := wire.EncodeError(err)
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	if be := bridge.AsError(err); be.RetryAfter > 0 {
-		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	inbound.WriteErrorBody(w, bridge.AsError(err), status, body, "application/json; charset=utf-8")
 }
 
 func (h *Handler) writeJSON(w http.ResponseWriter, v any) {

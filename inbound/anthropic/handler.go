@@ -44,9 +44,9 @@ type Handler struct {
 
 // Headers the handler reads and sets (the same as every dialect's).
 const (
-	HeaderSessionID   = "X-Session-Id"
-	HeaderRunID       = "X-Run-Id"
-	HeaderClientRunID = "X-Client-Run-Id"
+	HeaderSessionID   = inbound.HeaderSessionID
+	HeaderRunID       = inbound.HeaderRunID
+	HeaderClientRunID = inbound.HeaderClientRunID
 	// HeaderTokenCount is "estimate" on a count_tokens answer the bridge
 	// estimated rather than asked the upstream for.
 	HeaderTokenCount = "X-Bridge-Token-Count"
@@ -81,12 +81,7 @@ func (h *Handler) Name() string { return wire.Dialect }
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	be := bridge.AsError(err)
 	status, body := wire.EncodeError(be)
-	w.Header().Set("Content-Type", "application/json")
-	if be.RetryAfter > 0 {
-		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	inbound.WriteErrorBody(w, be, status, body, "")
 }
 
 // History implements inbound.Dialect. Anthropic has no history API of its
@@ -105,10 +100,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	req.Full = true
-	req.SessionID = r.Header.Get(HeaderSessionID)
-	req.Detached = req.SessionID != "" // a named session can be resumed
-	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+	inbound.Stateless(r, req)
 
 	run, err := h.cfg.Engine.Start(r.Context(), req)
 	if err != nil {

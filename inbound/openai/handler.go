@@ -36,9 +36,9 @@ type Handler struct {
 
 // Headers the handler reads and sets.
 const (
-	HeaderSessionID   = "X-Session-Id"
-	HeaderRunID       = "X-Run-Id"
-	HeaderClientRunID = "X-Client-Run-Id"
+	HeaderSessionID   = inbound.HeaderSessionID
+	HeaderRunID       = inbound.HeaderRunID
+	HeaderClientRunID = inbound.HeaderClientRunID
 )
 
 // New returns the handler.
@@ -65,13 +65,9 @@ func (h *Handler) Name() string { return wire.Dialect }
 
 // WriteError implements inbound.Dialect: an OpenAI error object.
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
-	status, body := wire.EncodeError(bridge.AsError(err))
-	w.Header().Set("Content-Type", "application/json")
-	if be := bridge.AsError(err); be.RetryAfter > 0 {
-		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	be := bridge.AsError(err)
+	status, body := wire.EncodeError(be)
+	inbound.WriteErrorBody(w, be, status, body, "")
 }
 
 // History implements inbound.Dialect.
@@ -88,10 +84,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	req.Full = true
-	req.SessionID = r.Header.Get(HeaderSessionID)
-	req.Detached = req.SessionID != "" // a named session can be resumed
-	req.ClientRunID = r.Header.Get(HeaderClientRunID)
+	inbound.Stateless(r, req)
 	if req.Stream && req.IncludeUsage {
 		req.Render = renderIncludeUsage
 	}

@@ -102,12 +102,7 @@ func (h *Handler) Name() string { return wire.Dialect }
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	be := bridge.AsError(err)
 	status, body := wire.EncodeError(be)
-	w.Header().Set("Content-Type", "application/json")
-	if be.RetryAfter > 0 {
-		w.Header().Set("Retry-After", inbound.RetryAfter(be.RetryAfter))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	inbound.WriteErrorBody(w, be, status, body, "")
 }
 
 // History implements inbound.Dialect: the chatkit OpenAI-compatible shape
