@@ -61,6 +61,7 @@ func decodeRequest(body []byte, messages bool) (*bridge.Request, error) {
 }
 
 type reqDecoder struct {
+	nmsgs    int // how many messages the request has
 	req      *bridge.Request
 	messages bool // a Messages request, not count_tokens
 }
@@ -120,10 +121,14 @@ func (d *reqDecoder) decode(top object) error {
 	if len(msgs) == 0 {
 		return bridge.Errorf(bridge.CodeInvalid, "messages: at least one message is required")
 	}
+	d.nmsgs = len(msgs)
 	for i, m := range msgs {
 		if err := d.message(m, i); err != nil {
 			return err
 		}
+	}
+	if len(d.req.Messages) == 0 {
+		return bridge.Errorf(bridge.CodeInvalid, "messages: at least one message with content is required")
 	}
 
 	if err := d.tools(top); err != nil {
@@ -307,6 +312,14 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) error {
 	content, ok := o["content"]
 	if !ok || wire.IsNull(content) {
 		return bridge.Errorf(bridge.CodeInvalid, "%s.content: Field required", path)
+	}
+	if wire.Kind(content) == '[' && string(wire.Compact(content)) == "[]" {
+		// The API's own rule: an empty turn says nothing to send upstream.
+		if role == "assistant" && i == d.nmsgs-1 {
+			return nil // an empty prefill: nothing to continue from
+		}
+		return bridge.Errorf(bridge.CodeInvalid,
+			"%s.content: all messages must have non-empty content except for the optional final assistant message", path)
 	}
 	opaque := rest(o, "role", "content")
 	switch role {
@@ -723,6 +736,9 @@ func (d *reqDecoder) toolChoice(top object) error {
 		tc.Mode = bridge.ToolChoiceTool
 		if tc.Name, err = reqString(o, "name", "tool_choice"); err != nil {
 			return err
+		}
+		if tc.Name == "" {
+			return bridge.Errorf(bridge.CodeInvalid, "tool_choice.name: must not be empty")
 		}
 	default:
 		return bridge.Errorf(bridge.CodeInvalid, "tool_choice.type: unknown value %q", typ)

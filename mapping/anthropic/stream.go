@@ -289,6 +289,10 @@ func (d *streamDecoder) blockStart(ev *wireEvent) {
 	case "redacted_thinking":
 		d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Encrypted: wb.Data})
 	case "tool_use":
+		if wb.ID == "" || wb.Name == "" {
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use block %d without an id or a name", *ev.Index))
+			return
+		}
 		b.tool, b.id, b.name = d.tools, wb.ID, wb.Name
 		d.tools++
 		d.emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: b.tool,

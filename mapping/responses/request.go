@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,9 +248,38 @@ func (d *reqDecoder) input(top wire.Object) error {
 		}
 	}
 	in.close()
+	// An assistant turn with nothing in it says nothing to send upstream.
+	in.msgs = slices.DeleteFunc(in.msgs, func(m bridge.Message) bool {
+		return m.Role == bridge.RoleAssistant && len(m.Parts) == 0 && len(m.ToolCalls) == 0
+	})
+	if len(in.msgs) == 0 {
+		return &bridge.Error{Code: bridge.CodeInvalid, Param: "input", Message: "input: must not be empty"}
+	}
+	if onlyReasoning(in.msgs) {
+		// Reasoning is context for a turn, not a turn: there is nothing to answer.
+		return &bridge.Error{Code: bridge.CodeInvalid, Param: "input",
+			Message: "input: holds only reasoning items; add a message or a function_call_output"}
+	}
 	h.Messages = in.msgs
 	d.r.Input = in.items
 	return nil
+}
+
+// onlyReasoning reports whether msgs carry nothing but reasoning.
+func onlyReasoning(msgs []bridge.Message) bool {
+	seen := false
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 0 || m.ToolCallID != "" || len(m.Parts) == 0 {
+			return false
+		}
+		for _, p := range m.Parts {
+			if p.Type != bridge.PartReasoning {
+				return false
+			}
+			seen = true
+		}
+	}
+	return seen
 }
 
 func userTextItem(s string) json.RawMessage {
