@@ -127,8 +127,8 @@ func (d *reqDecoder) decode(top object) error {
 			return err
 		}
 	}
-	if len(d.req.Messages) == 0 {
-		return bridge.Errorf(bridge.CodeInvalid, "messages: at least one message with content is required")
+	if !slices.ContainsFunc(d.req.Messages, func(m bridge.Message) bool { return m.Role != bridge.RoleSystem }) {
+		return bridge.Errorf(bridge.CodeInvalid, "messages: at least one user or assistant message with content is required")
 	}
 
 	if err := d.tools(top); err != nil {
@@ -136,6 +136,11 @@ func (d *reqDecoder) decode(top object) error {
 	}
 	if err := d.toolChoice(top); err != nil {
 		return err
+	}
+	if raw, ok := top["tool_choice"]; ok && !wire.IsNull(raw) {
+		if t, ok := top["tools"]; !ok || wire.IsNull(t) || string(wire.Compact(t)) == "[]" {
+			return bridge.Errorf(bridge.CodeInvalid, "tool_choice: may only be specified while providing tools")
+		}
 	}
 	if d.messages {
 		if err := d.sampling(top); err != nil {
@@ -273,6 +278,10 @@ func (d *reqDecoder) textPart(o object, path string) (bridge.Part, error) {
 	text, err := reqString(o, "text", path)
 	if err != nil {
 		return bridge.Part{}, err
+	}
+	if text == "" {
+		// As the API: an empty text block would be dropped on the way up.
+		return bridge.Part{}, bridge.Errorf(bridge.CodeInvalid, "%s.text: text content blocks must be non-empty", path)
 	}
 	p := bridge.TextPart(text)
 	p.Opaque = rest(o, "type", "text")
