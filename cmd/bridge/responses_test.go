@@ -402,6 +402,9 @@ func TestResponsesSDKCancel(t *testing.T) {
 	if r.Status != "queued" {
 		t.Errorf("status %s", r.Status)
 	}
+	// Cancel while the upstream is answering (a cancel before the call is
+	// made never reaches the upstream at all, which is right but tests less).
+	waitFor(t.Context(), t, "the upstream call", func() bool { return len(up.Requests()) == 1 })
 	c, err := cl.Responses.Cancel(t.Context(), r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +412,13 @@ func TestResponsesSDKCancel(t *testing.T) {
 	if c.Status != "cancelled" {
 		t.Errorf("after cancel: %s", c.Status)
 	}
-	waitFor(t.Context(), t, "the upstream call to be cancelled", func() bool { return len(up.Requests()) == 1 })
+	got, err := cl.Responses.Get(t.Context(), r.ID, responses.ResponseGetParams{})
+	if err != nil || got.Status != "cancelled" {
+		t.Errorf("GET after cancel: %v %+v", err, got.Status)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("%d upstream calls, want the one that was cancelled", n)
+	}
 }
 
 // TestResponsesCorpus serves every request the official SDK was captured
