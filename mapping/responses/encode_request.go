@@ -346,6 +346,12 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 			}
 		case bridge.PartText, bridge.PartRefusal, bridge.PartData:
 			text = append(text, p)
+		case bridge.PartOpaque:
+			if p.Opaque != nil && p.Opaque.Dialect == Dialect && json.Valid(p.Opaque.Data) {
+				text = append(text, p) // a content part of this dialect the hub does not model: back as it came
+			} else {
+				e.drop(path + ": " + string(p.Type) + " part")
+			}
 		default:
 			e.drop(path + ": " + string(p.Type) + " part")
 		}
@@ -362,6 +368,10 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 			for j, p := range text {
 				if j > 0 {
 					w.B = append(w.B, ',')
+				}
+				if p.Type == bridge.PartOpaque {
+					w.B = append(w.B, wire.Compact(p.Opaque.Data)...)
+					continue
 				}
 				o := wire.NewObj()
 				if p.Type == bridge.PartRefusal {
