@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
@@ -36,7 +37,7 @@ func TestToolArgumentReassembly(t *testing.T) {
 		}
 		ev := &anthropictest.Events{ID: "msg_1", Model: "m"}
 		ev.Start(5, 0, 0).ToolUse("toolu_1", "f", args[:i], args[i:]).Delta("tool_use", 9).Stop()
-		events, err := collect(t, DecodeStream(strings.NewReader(sseOf(ev.List()))))
+		events, err := golden.Collect(t, DecodeStream(strings.NewReader(sseOf(ev.List()))))
 		if err != nil {
 			t.Fatalf("split %d: %v", i, err)
 		}

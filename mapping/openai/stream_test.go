@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
@@ -55,7 +56,7 @@ func TestToolArgumentReassembly(t *testing.T) {
 			continue
 		}
 		up := toolStream(t, args[:i], args[i:])
-		events, err := collect(t, DecodeStream(strings.NewReader(up)))
+		events, err := golden.Collect(t, DecodeStream(strings.NewReader(up)))
 		if err != nil {
 			t.Fatalf("split %d: %v", i, err)
 		}
@@ -416,7 +417,7 @@ func TestFinishReasons(t *testing.T) {
 	for _, tt := range decode {
 		t.Run("decode "+tt.finish, func(t *testing.T) {
 			up := chunkJSON(t, map[string]any{"content": "x"}, nil) + chunkJSON(t, map[string]any{}, tt.finish) + "data: [DONE]\n\n"
-			events, err := collect(t, DecodeStream(strings.NewReader(up)))
+			events, err := golden.Collect(t, DecodeStream(strings.NewReader(up)))
 			if tt.stop == "" {
 				if bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), `unknown finish_reason "eos"`) {
 					t.Errorf("err = %v, want an upstream error", err)
@@ -484,7 +485,7 @@ func TestDecodeStreamErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := collect(t, DecodeStream(strings.NewReader(tt.in)))
+			_, err := golden.Collect(t, DecodeStream(strings.NewReader(tt.in)))
 			be := bridge.AsError(err)
 			if be == nil || be.Code != tt.code || be.Status != tt.status || !strings.Contains(be.Message, tt.msg) {
 				t.Errorf("err = %#v, want %s status %d containing %q", be, tt.code, tt.status, tt.msg)
@@ -493,7 +494,7 @@ func TestDecodeStreamErrors(t *testing.T) {
 	}
 	// A falsy error key is not an error.
 	ok := `data: {"error":null,"id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n"
-	if _, err := collect(t, DecodeStream(strings.NewReader(ok))); err != nil {
+	if _, err := golden.Collect(t, DecodeStream(strings.NewReader(ok))); err != nil {
 		t.Errorf("error: null: %v", err)
 	}
 }
@@ -522,7 +523,7 @@ func TestToolCallsWithoutIndex(t *testing.T) {
 			"function": map[string]any{"name": c.name, "arguments": c.args}}}}, nil))
 	}
 	sb.WriteString(chunkJSON(t, map[string]any{}, "tool_calls"))
-	events, err := collect(t, DecodeStream(strings.NewReader(sb.String())))
+	events, err := golden.Collect(t, DecodeStream(strings.NewReader(sb.String())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,12 +543,12 @@ func TestToolCallsWithoutIndex(t *testing.T) {
 func TestLineLimit(t *testing.T) {
 	text := strings.Repeat("a", wire.MaxLine-200)
 	ok := chunkJSON(t, map[string]any{"content": text}, nil) + chunkJSON(t, map[string]any{}, "stop")
-	events, err := collect(t, DecodeStream(strings.NewReader(ok)))
+	events, err := golden.Collect(t, DecodeStream(strings.NewReader(ok)))
 	if err != nil || events[1].Text != text {
 		t.Fatalf("long line: %v", err)
 	}
 	long := "data: " + strings.Repeat("a", wire.MaxLine) + "\n\n"
-	_, err = collect(t, DecodeStream(strings.NewReader(long)))
+	_, err = golden.Collect(t, DecodeStream(strings.NewReader(long)))
 	if bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("err = %v, want line too long", err)
 	}

@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -36,28 +35,6 @@ func indent(t testing.TB, body []byte) []byte {
 	}
 	ind.WriteByte('\n')
 	return ind.Bytes()
-}
-
-// collect ranges over a stream. An error the stream ends with is recorded
-// as a last event of kind error (source bridge), as the engine reports it.
-func collect(t testing.TB, s bridge.Stream) (events []bridge.Event, err error) {
-	t.Helper()
-	for ev, e := range s {
-		if err != nil {
-			t.Fatalf("event after error %v: %+v", err, ev)
-		}
-		if e != nil {
-			var be *bridge.Error
-			if !errors.As(e, &be) {
-				t.Fatalf("stream error %T %v is not a *bridge.Error", e, e)
-			}
-			err = e
-			events = append(events, bridge.Event{Kind: bridge.KindError, Source: bridge.SourceBridge, Error: be})
-			continue
-		}
-		events = append(events, ev)
-	}
-	return events, err
 }
 
 // engineEvents is what the engine makes of a decoded stream: the events
@@ -155,7 +132,7 @@ func TestGoldenStreams(t *testing.T) {
 				if a.Directive("crlf") == "yes" {
 					up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
 				}
-				events, _ = collect(t, DecodeStream(bytes.NewReader(up)))
+				events, _ = golden.Collect(t, DecodeStream(bytes.NewReader(up)))
 				var jl []byte
 				for _, ev := range events {
 					jl = append(jl, golden.Marshal(t, ev, false)...)

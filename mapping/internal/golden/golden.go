@@ -8,6 +8,7 @@ package golden
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
+
+	"github.com/bridge-dev/bridge/bridge"
 )
 
 // Update is the -update flag of every test binary that imports golden.
@@ -115,4 +118,27 @@ func Marshal(t testing.TB, v any, indent bool) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// Collect ranges over a stream. An error the stream ends with is recorded as
+// a last event of kind error (source bridge), as the engine reports it; an
+// error that is not a *bridge.Error, or an event after an error, fails t.
+func Collect(t testing.TB, s bridge.Stream) (events []bridge.Event, err error) {
+	t.Helper()
+	for ev, e := range s {
+		if err != nil {
+			t.Fatalf("event after error %v: %+v", err, ev)
+		}
+		if e != nil {
+			var be *bridge.Error
+			if !errors.As(e, &be) {
+				t.Fatalf("stream error %T %v is not a *bridge.Error", e, e)
+			}
+			err = e
+			events = append(events, bridge.Event{Kind: bridge.KindError, Source: bridge.SourceBridge, Error: be})
+			continue
+		}
+		events = append(events, ev)
+	}
+	return events, err
 }
