@@ -162,3 +162,12 @@ func Stateless(r *http.Request, req *bridge.Request) {
 	req.Detached = req.SessionID != ""
 	req.ClientRunID = r.Header.Get(HeaderClientRunID)
 }
+
+// FinalError is the error a failed run ends with: its own, or one made of
+// its reason.
+func FinalError(f *bridge.Final) *bridge.Error {
+	if f.Error != nil {
+		return f.Error
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
+}

@@ -182,7 +182,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		}
 		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
 			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, ev.Final, nil))
-			h.WriteError(w, finalError(ev.Final))
+			h.WriteError(w, inbound.FinalError(ev.Final))
 			return
 		}
 		held = append(held, ev)
@@ -399,13 +399,6 @@ func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final
 		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
 	}
 	return all
-}
-
-func finalError(f *bridge.Final) *bridge.Error {
-	if f.Error != nil {
-		return f.Error
-	}
-	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
 }
 
 var _ inbound.Dialect = (*Handler)(nil)

@@ -175,7 +175,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 			continue
 		}
 		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			h.WriteError(w, finalError(ev.Final))
+			h.WriteError(w, inbound.FinalError(ev.Final))
 			return
 		}
 		held = append(held, ev)
@@ -247,13 +247,6 @@ func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final
 		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
 	}
 	return all
-}
-
-func finalError(f *bridge.Final) *bridge.Error {
-	if f.Error != nil {
-		return f.Error
-	}
-	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
