@@ -50,6 +50,10 @@ type Call struct {
 	// of queueing it for one more model call. CodeConflict from it means
 	// the upstream run takes no more input.
 	Steer func(ctx context.Context, msg Message) error
+	// Upstream and Dialect, when set, name the upstream that serves the
+	// call when it is not the one the route gave (a fallback): the run
+	// records them as its Upstream and Outbound.
+	Upstream, Dialect string
 }
 
 // ToolCallMinter is implemented by upstreams that reject tool-call ids
@@ -535,7 +539,12 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 	if err == nil {
 		lr.setCall(call)
 		defer lr.setCall(nil)
-		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, call.Dropped...) })
+		lr.update(func(r *Run) {
+			r.Dropped = appendUnique(r.Dropped, call.Dropped...)
+			if call.Upstream != "" {
+				r.Upstream, r.Outbound = call.Upstream, cmp.Or(call.Dialect, r.Outbound)
+			}
+		})
 		for ev, serr := range call.Events {
 			if serr != nil {
 				err = serr
