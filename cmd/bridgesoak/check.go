@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// storedRun is one run of the SQLite file, with what its events say.
+type storedRun struct {
+	id, model, status, reason string
+	lastSeq                   int64
+
+	events   int64
+	maxSeq   int64
+	gap      string // the first hole or disorder in its seqs, if any
+	finals   int
+	lastKind string
+	final    string // the final event's status
+	text     strings.Builder
+	seqs     map[int64]bool // every stored seq, when kept
+}
+
+// dbReport is what the database check found.
+type dbReport struct {
+	integrity string // PRAGMA integrity_check
+	runs      map[string]*storedRun
+	byStatus  map[string]int
+	events    int64
+}
+
+// openRO opens the SQLite file read-only (a running bridge may have it
+// open too: WAL readers do not block it).
+func openRO(path string) (*sql.DB, error) {
+	return sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?mode=ro&_busy_timeout=10000")
+}
+
+// runningRuns counts the runs whose status is running.
+func runningRuns(ctx context.Context, path string) (int, error) {
+	db, err := openRO(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE status = ?`, string(bridge.StatusRunning)).Scan(&n)
+	return n, err
+}
+
+// integrity runs PRAGMA integrity_check.
+func integrity(ctx context.Context, path string) (string, error) {
+	db, err := openRO(path)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return "", err
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; "), rows.Err()
+}
+
+// readStore reads every run and its events. keepSeqs keeps each run's set
+// of seqs (for the crash check).
+func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, error) {
+	rep := &dbReport{runs: map[string]*storedRun{}, byStatus: map[string]int{}}
+	var err error
+	if rep.integrity, err = integrity(ctx, path); err != nil {
+		return nil, fmt.Errorf("integrity_check: %w", err)
+	}
+	db, err := openRO(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id, model, status, reason, last_seq FROM runs`)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	for rows.Next() {
+		r := &storedRun{}
+		if err := rows.Scan(&r.id, &r.model, &r.status, &r.reason, &r.lastSeq); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read runs: %w", err)
+		}
+		if keepSeqs {
+			r.seqs = map[int64]bool{}
+		}
+		rep.runs[r.id] = r
+		rep.byStatus[r.status]++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+
+	rows, err = db.QueryContext(ctx, `SELECT run_id, seq, kind, payload FROM events ORDER BY run_id, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			run, kind string
+			seq       int64
+			payload   []byte
+		)
+		if err := rows.Scan(&run, &seq, &kind, &payload); err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		rep.events++
+		r := rep.runs[run]
+		if r == nil {
+			// The schema's foreign key forbids it; say so if it happens.
+			r = &storedRun{id: run, status: "(no run row)"}
+			rep.runs[run] = r
+		}
+		r.events++
+		if seq != r.maxSeq+1 && r.gap == "" {
+			r.gap = fmt.Sprintf("seq %d after %d", seq, r.maxSeq)
+		}
+		r.maxSeq = seq
+		r.lastKind = kind
+		if r.seqs != nil {
+			r.seqs[seq] = true
+		}
+		switch bridge.Kind(kind) {
+		case bridge.KindTextDelta:
+			var ev struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(payload, &ev); err != nil {
+				return nil, fmt.Errorf("run %s seq %d: %w", run, seq, err)
+			}
+			r.text.WriteString(ev.Text)
+		case bridge.KindFinal:
+			var ev struct {
+				Final *struct {
+					Status string `json:"status"`
+				} `json:"final"`
+			}
+			if err := json.Unmarshal(payload, &ev); err != nil {
+				return nil, fmt.Errorf("run %s seq %d: %w", run, seq, err)
+			}
+			r.finals++
+			if ev.Final != nil {
+				r.final = ev.Final.Status
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return rep, nil
+}
+
+// problems checks one stored run against its script: a final state, seqs
+// 1..last_seq with no hole, exactly one final event and it last, the run's
+// status the final's, and the text: all of it for a completed run, what
+// came before the fault for a failed one, a prefix for an interrupted one
+// (crash allows interrupted).
+func (r *storedRun) problems(crash bool) []string {
+	var out []string
+	s, err := parseScript(r.model)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	switch bridge.Status(r.status) {
+	case bridge.StatusCompleted, bridge.StatusFailed:
+	case bridge.StatusInterrupted:
+		if !crash {
+			out = append(out, "interrupted without a crash: "+r.reason)
+		}
+	default:
+		out = append(out, "status "+r.status+" is not final")
+	}
+	switch {
+	case r.events == 0:
+		out = append(out, "no events")
+	case r.gap != "":
+		out = append(out, "events not contiguous from 1: "+r.gap)
+	case r.maxSeq != r.lastSeq:
+		out = append(out, fmt.Sprintf("last_seq %d but events up to %d", r.lastSeq, r.maxSeq))
+	}
+	if r.finals != 1 {
+		out = append(out, fmt.Sprintf("%d final events", r.finals))
+	} else if r.lastKind != string(bridge.KindFinal) {
+		out = append(out, "last event is "+r.lastKind+", not final")
+	} else if r.final != r.status {
+		out = append(out, fmt.Sprintf("final event says %s, run says %s", r.final, r.status))
+	}
+	text := r.text.String()
+	switch bridge.Status(r.status) {
+	case bridge.StatusCompleted:
+		if s.fault != faultNone {
+			out = append(out, fmt.Sprintf("completed, but its upstream stream had a fault (%s)", s.fault))
+		} else if text != s.want() {
+			out = append(out, fmt.Sprintf("text of %d bytes, want %d", len(text), len(s.want())))
+		}
+	case bridge.StatusFailed:
+		if s.fault == faultNone {
+			out = append(out, "failed, but its upstream stream had no fault: "+r.reason)
+		} else if text != s.want() {
+			out = append(out, fmt.Sprintf("text of %d bytes before the fault, want %d", len(text), len(s.want())))
+		}
+	case bridge.StatusInterrupted:
+		if !strings.HasPrefix(s.want(), text) {
+			out = append(out, "text is not a prefix of what the upstream sends")
+		}
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// client outcomes.
+const (
+	clientCompleted = "completed" // [DONE] after the whole text
+	clientFailed    = "failed"    // an error frame, then [DONE]
+	clientCut       = "cut"       // the stream broke: no [DONE]
+	clientRefused   = "refused"   // no answer, or not a 200
+)
+
+// streamRecord is what one client saw of one stream.
+type streamRecord struct {
+	script  script
+	runID   string
+	seqs    []int64 // the seq of every SSE id: the client received, in order
+	text    string  // the content it received
+	outcome string
+	errCode string // the error frame's code, or its type
+	detail  string // why a cut or refused stream ended so
+	end     time.Time
+	resumed bool // read again after a restart
+}
+
+func (r *streamRecord) lastSeq() int64 {
+	if len(r.seqs) == 0 {
+		return 0
+	}
+	return r.seqs[len(r.seqs)-1]
+}
+
+// soakClient sends streaming chat completions to the bridge.
+type soakClient struct {
+	hc   *http.Client
+	base string
+}
+
+func newSoakClient(base string, conns int) *soakClient {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = conns
+	t.MaxIdleConnsPerHost = conns
+	t.DisableCompression = true
+	t.Proxy = nil // loopback only
+	return &soakClient{hc: &http.Client{Transport: t}, base: base}
+}
+
+func (c *soakClient) closeIdle() { c.hc.CloseIdleConnections() }
+
+// stream runs one script through POST /v1/chat/completions.
+func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
+	rec := &streamRecord{script: s}
+	body, _ := json.Marshal(map[string]any{
+		"model":    s.model(),
+		"stream":   true,
+		"messages": []map[string]string{{"role": "user", "content": "soak " + strconv.FormatInt(s.id, 10)}},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return rec.refused("request: " + err.Error())
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	c.read(req, rec, "")
+	return rec
+}
+
+// resume reads a run's events after its last seen id through
+// GET /v1/runs/{run}/events, appending to rec.
+func (c *soakClient) resume(ctx context.Context, rec *streamRecord) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/runs/"+rec.runID+"/events", nil)
+	if err != nil {
+		rec.refused("request: " + err.Error())
+		return
+	}
+	if len(rec.seqs) > 0 {
+		req.Header.Set("Last-Event-ID", rec.runID+":"+strconv.FormatInt(rec.lastSeq(), 10))
+	}
+	c.read(req, rec, rec.runID)
+}
+
+func (r *streamRecord) refused(detail string) *streamRecord {
+	r.outcome, r.detail, r.end = clientRefused, detail, time.Now()
+	return r
+}
+
+func (r *streamRecord) cut(detail string) {
+	r.outcome, r.detail, r.end = clientCut, detail, time.Now()
+}
+
+// read sends req and reads its SSE answer into rec. run, when set, is the
+// run the answer must be of.
+func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		rec.refused("request failed: " + shortErr(err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		rec.refused(fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
+		return
+	}
+	if run == "" {
+		rec.runID = resp.Header.Get("X-Run-Id")
+		if rec.runID == "" {
+			rec.cut("no X-Run-Id header")
+			return
+		}
+	}
+	var (
+		text    strings.Builder
+		errSeen bool
+	)
+	text.WriteString(rec.text)
+	defer func() { rec.text = text.String() }()
+	br := bufio.NewReaderSize(resp.Body, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			switch {
+			case errors.Is(err, bufio.ErrBufferFull):
+				rec.cut("SSE line longer than 16 KiB")
+			case req.Context().Err() != nil:
+				rec.cut("timed out")
+			case errors.Is(err, io.EOF):
+				rec.cut("stream ended without [DONE]")
+			default:
+				rec.cut("read: " + shortErr(err))
+			}
+			return
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if id, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+			r, seq, ok := parseEventID(string(bytes.TrimSpace(id)))
+			if !ok || r != rec.runID {
+				rec.cut(fmt.Sprintf("bad event id %q", id))
+				return
+			}
+			if n := len(rec.seqs); n > 0 && seq <= rec.seqs[n-1] {
+				rec.cut(fmt.Sprintf("event id %d after %d", seq, rec.seqs[n-1]))
+				return
+			}
+			rec.seqs = append(rec.seqs, seq)
+			continue
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue // event:, comments and blank lines
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			rec.end = time.Now()
+			if errSeen {
+				rec.outcome = clientFailed
+			} else {
+				rec.outcome = clientCompleted
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // to EOF, so the connection is reused
+			return
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Error *struct {
+				Type string  `json:"type"`
+				Code *string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			rec.cut("bad chunk: " + err.Error())
+			return
+		}
+		if chunk.Error != nil {
+			errSeen = true
+			rec.errCode = chunk.Error.Type
+			if chunk.Error.Code != nil && *chunk.Error.Code != "" {
+				rec.errCode = *chunk.Error.Code
+			}
+			continue
+		}
+		for _, ch := range chunk.Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+	}
+}
+
+// parseEventID splits "run_…:17".
+func parseEventID(id string) (run string, seq int64, ok bool) {
+	i := strings.LastIndexByte(id, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if err != nil || seq <= 0 {
+		return "", 0, false
+	}
+	return id[:i], seq, true
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "127.0.0.1") {
+		return s[i+2:] // drop the address
+	}
+	return s
+}

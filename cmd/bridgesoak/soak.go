@@ -1,0 +1,603 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// result is what a soak measured and which checks failed.
+type result struct {
+	opt  options
+	dir  string
+	kept bool
+
+	loadTime   time.Duration // from the first stream to the last one's end
+	warmup     int
+	started    int            // load streams sent
+	byOutcome  map[string]int // load streams by client outcome
+	injected   int            // load streams whose script has a fault
+	faultKinds map[fault]int
+	maxActive  int64 // streams open at once, as the clients counted
+	errCodes   map[string]int
+
+	upstreamRequests int64
+
+	goroutinesBefore, goroutinesPeak, goroutinesAfter int
+	goroutineNote                                     string
+	peakRSS, rssAfter                                 int64
+
+	breakerChanges  float64
+	breakerLogLines int
+	runsEnded       map[string]float64 // bridge_runs_ended_total by outcome
+	upstreamErrors  map[string]float64 // bridge_upstream_errors_total by error type
+	streamsActive   float64            // bridge_streams_active after the load
+	logCounts       map[string]int     // the bridge's log lines by level and message
+	exit            string             // how the (last) bridge process ended
+
+	// crash
+	killedAt           time.Duration
+	cutByCrash         int
+	integrityAfterKill string
+	runningAfterStart  int
+	interruptedAtStart int
+	resumed            int
+	resumedOK          int
+
+	// store
+	integrity    string
+	storedRuns   int
+	storedEvents int64
+	byStatus     map[string]int
+	badRuns      int
+
+	failures []string
+}
+
+func (r *result) fail(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+// soak runs the whole thing: build, start, load, (crash, restart), check.
+func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err error) {
+	res = &result{opt: opt, byOutcome: map[string]int{}, faultKinds: map[fault]int{}, errCodes: map[string]int{}}
+	dir := opt.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "bridgesoak-"); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if opt.keep || err != nil || len(res.failures) > 0 {
+				res.kept = true
+				return
+			}
+			_ = os.RemoveAll(dir)
+		}()
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		res.kept = true
+	}
+	res.dir = dir
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(logw, "bridgesoak: "+format+"\n", args...)
+	}
+
+	bin := opt.bridge
+	if bin == "" {
+		logf("building the bridge")
+		if bin, err = buildBridge(ctx, dir, opt.race, logw); err != nil {
+			return res, err
+		}
+	}
+	up, err := startUpstream()
+	if err != nil {
+		return res, err
+	}
+	defer up.Close()
+
+	cfgPath := filepath.Join(dir, "soak.yaml")
+	cfg := fmt.Sprintf("max_runs_per_principal: %d\nshutdown_grace: 30s\n", opt.concurrency+64)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return res, err
+	}
+	dbPath := filepath.Join(dir, "soak.db")
+	addr, err := freeAddr()
+	if err != nil {
+		return res, err
+	}
+	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", "openai=" + up.BaseURL()}
+	logPath := filepath.Join(dir, "bridge.log")
+	p, err := startBridge(ctx, bin, addr, logPath, opt.gtrace, args...)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		select {
+		case <-p.exited:
+		default:
+			p.kill()
+		}
+	}()
+	cl := newSoakClient("http://"+addr, opt.concurrency+16)
+	defer cl.closeIdle()
+
+	// Warm up (first requests start pools and the GC's workers), then take
+	// the baseline with every idle connection closed.
+	var records []*streamRecord
+	for i := range opt.warmup {
+		s := script{id: 1_000_000_000 + int64(i), chunks: 10, pace: time.Millisecond, fault: faultNone}
+		sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
+		records = append(records, cl.stream(sctx, s))
+		cancel()
+	}
+	res.warmup = opt.warmup
+	if opt.gtrace > 0 {
+		cl.closeIdle()
+		up.closeIdle()
+		time.Sleep(200 * time.Millisecond)
+		n, err := p.goroutinesAfter(ctx, p.logSize(), 3*opt.gtrace+5*time.Second)
+		if err != nil {
+			return res, fmt.Errorf("goroutines before the load: %w", err)
+		}
+		res.goroutinesBefore = n
+	}
+	loadMark := p.logSize()
+
+	// The load.
+	logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, addr, map[bool]string{true: ", SIGKILL at " + opt.crashAfter.String()}[opt.crash])
+	var (
+		mu        sync.Mutex
+		load      []*streamRecord
+		next      atomic.Int64
+		active    atomic.Int64
+		maxActive atomic.Int64
+		stopping  atomic.Bool
+		killTime  time.Time
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(opt.duration)
+	if opt.crash {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTimer(opt.crashAfter)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+			if peak, _, err := p.memory(); err == nil {
+				res.peakRSS = peak
+			}
+			stopping.Store(true)
+			mu.Lock()
+			killTime = time.Now()
+			mu.Unlock()
+			p.kill()
+			res.killedAt = time.Since(start)
+			logf("SIGKILL at %s", res.killedAt.Round(time.Millisecond))
+		}()
+	}
+	for range opt.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopping.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
+				s := opt.script(next.Add(1))
+				n := active.Add(1)
+				for m := maxActive.Load(); n > m && !maxActive.CompareAndSwap(m, n); m = maxActive.Load() {
+				}
+				sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
+				rec := cl.stream(sctx, s)
+				cancel()
+				active.Add(-1)
+				mu.Lock()
+				load = append(load, rec)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.loadTime = time.Since(start)
+	res.maxActive = maxActive.Load()
+	res.upstreamRequests = up.requests.Load()
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("the load: %w", err)
+	}
+	logf("%d streams in %s", len(load), res.loadTime.Round(time.Millisecond))
+	slices.SortFunc(load, func(a, b *streamRecord) int { return int(a.script.id - b.script.id) })
+
+	if !opt.crash {
+		res.afterLoad(ctx, p, cl, up, loadMark)
+		if err := p.stop(40 * time.Second); err != nil {
+			res.exit = err.Error()
+			res.fail("bridge serve did not exit cleanly on SIGTERM: %v", err)
+		} else {
+			res.exit = "exit 0 on SIGTERM"
+		}
+	} else {
+		res.crashed(ctx, opt, bin, addr, args, dbPath, load, killTime)
+		// The restarted bridge has exited by now (crashed stops it).
+	}
+	if counts, err := logLines(logPath); err == nil {
+		res.logCounts = counts
+		res.breakerLogLines = counts["WARN circuit breaker state change"]
+	}
+	if res.breakerLogLines > 0 {
+		res.fail("the circuit breaker changed state %d times (log)", res.breakerLogLines)
+	}
+
+	res.judgeClients(load, killTime, up.outcomesOf())
+	if err := res.checkStore(ctx, dbPath, append(records, load...)); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// script is the load's k-th stream: its length and pace vary with k, and
+// every failEvery-th one has a fault, cut and error in turn.
+func (o options) script(k int64) script {
+	s := script{id: k, fault: faultNone}
+	s.chunks = o.chunksMin + int((k*7919)%int64(o.chunksMax-o.chunksMin+1))
+	if span := o.paceMax - o.paceMin; span > 0 {
+		steps := int64(span/time.Millisecond) + 1
+		s.pace = o.paceMin + time.Duration((k*104729)%steps)*time.Millisecond
+		s.pace = min(s.pace, o.paceMax)
+	} else {
+		s.pace = o.paceMin
+	}
+	if f := int64(o.failEvery); f > 0 && k%f == f/2 {
+		if (k/f)%2 == 0 {
+			s.fault = faultCut
+		} else {
+			s.fault = faultError
+		}
+	}
+	return s
+}
+
+// afterLoad measures the bridge once the load is over: memory, metrics,
+// and the goroutines once idle connections are gone.
+func (r *result) afterLoad(ctx context.Context, p *bridgeProc, cl *soakClient, up *fakeUpstream, loadMark int64) {
+	if peak, now, err := p.memory(); err == nil {
+		r.peakRSS, r.rssAfter = peak, now
+	} else {
+		r.fail("memory: %v", err)
+	}
+	if m, err := scrapeMetrics(ctx, p.addr); err == nil {
+		r.breakerChanges = m["bridge_breaker_state_changes_total"]
+		r.runsEnded = byLabel(m, "bridge_runs_ended_total", "bridge_run_outcome")
+		r.upstreamErrors = byLabel(m, "bridge_upstream_errors_total", "error_type")
+		r.streamsActive = m["bridge_streams_active"]
+	} else {
+		r.fail("metrics: %v", err)
+	}
+	if r.breakerChanges > 0 {
+		r.fail("the circuit breaker changed state %v times (bridge_breaker_state_changes_total)", r.breakerChanges)
+	}
+	if r.streamsActive != 0 {
+		r.fail("bridge_streams_active is %v after the load", r.streamsActive)
+	}
+	if r.opt.gtrace == 0 {
+		r.goroutineNote = "not measured (--gtrace 0)"
+		return
+	}
+	// Close the idle connections on both sides, then wait for the count to
+	// settle back (a finished run's goroutines end a moment after its
+	// stream).
+	limit := r.goroutinesBefore + r.opt.slack
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cl.closeIdle()
+		up.closeIdle()
+		n, err := p.goroutinesAfter(ctx, p.logSize(), 3*r.opt.gtrace+5*time.Second)
+		if err != nil {
+			r.fail("goroutines after the load: %v", err)
+			return
+		}
+		r.goroutinesAfter = n
+		if n <= limit || time.Now().After(deadline) {
+			break
+		}
+	}
+	if ds, err := gdumps(p.log, loadMark); err == nil {
+		for _, d := range ds {
+			r.goroutinesPeak = max(r.goroutinesPeak, d.count)
+		}
+	}
+	if r.goroutinesAfter > limit {
+		r.fail("goroutine leak: %d goroutines after the load, %d before (slack %d); stacks in %s (SIGQUIT)",
+			r.goroutinesAfter, r.goroutinesBefore, r.opt.slack, p.log)
+		p.quit()
+	}
+}
+
+// crashed restarts the bridge after the SIGKILL and checks what it finds.
+func (r *result) crashed(ctx context.Context, opt options, bin, addr string, args []string, dbPath string, load []*streamRecord, killTime time.Time) {
+	if s, err := integrity(ctx, dbPath); err != nil {
+		r.integrityAfterKill = "error: " + err.Error()
+		r.fail("integrity_check after the SIGKILL: %v", err)
+	} else {
+		r.integrityAfterKill = s
+		if s != "ok" {
+			r.fail("integrity_check after the SIGKILL: %s", s)
+		}
+	}
+	running, err := runningRuns(ctx, dbPath)
+	if err != nil {
+		r.fail("count running runs after the SIGKILL: %v", err)
+	}
+	logPath := filepath.Join(filepath.Dir(dbPath), "bridge-restart.log")
+	p, err := startBridge(ctx, bin, addr, logPath, 0, args...)
+	if err != nil {
+		r.fail("restart: %v", err)
+		return
+	}
+	defer func() {
+		if err := p.stop(40 * time.Second); err != nil {
+			r.exit = "restarted bridge: " + err.Error()
+			r.fail("the restarted bridge did not exit cleanly on SIGTERM: %v", err)
+		} else {
+			r.exit = "SIGKILL; restarted bridge: exit 0 on SIGTERM"
+		}
+	}()
+	left, err := runningRuns(ctx, dbPath)
+	if err != nil {
+		r.fail("count running runs after the restart: %v", err)
+	}
+	r.runningAfterStart, r.interruptedAtStart = left, running-left
+	if left != 0 {
+		r.fail("%d runs still running after the restart", left)
+	}
+
+	// Resume every stream the kill cut, from the last id its client saw.
+	cl := newSoakClient("http://"+addr, 64)
+	defer cl.closeIdle()
+	var (
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 64)
+	)
+	for _, rec := range load {
+		if rec.outcome != clientCut || rec.runID == "" || rec.end.Before(killTime) {
+			continue
+		}
+		r.resumed++
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
+			defer cancel()
+			rec.outcome = ""
+			cl.resume(sctx, rec)
+			rec.resumed = true
+		}()
+	}
+	wg.Wait()
+}
+
+// judgeClients checks what each client saw against its script and against
+// what the upstream did.
+func (r *result) judgeClients(load []*streamRecord, killTime time.Time, ups map[int64][]string) {
+	crash := r.opt.crash
+	r.started = len(load)
+	var bugs []string
+	bug := func(rec *streamRecord, format string, args ...any) {
+		bugs = append(bugs, fmt.Sprintf("stream %d (run %s, %s): ", rec.script.id, rec.runID, rec.script.fault)+fmt.Sprintf(format, args...))
+	}
+	for _, rec := range load {
+		s := rec.script
+		if s.fault != faultNone {
+			r.injected++
+			r.faultKinds[s.fault]++
+		}
+		outcome := rec.outcome
+		if rec.resumed {
+			outcome = "resumed " + outcome
+		}
+		r.byOutcome[outcome]++
+		if rec.errCode != "" {
+			r.errCodes[rec.errCode]++
+		}
+		// A stream the kill cut, or refused since: the crash's, not a bug.
+		byCrash := crash && !killTime.IsZero() && !rec.end.Before(killTime)
+		switch {
+		case rec.resumed:
+			r.cutByCrash++
+			switch rec.outcome {
+			case clientCompleted, clientFailed:
+				r.resumedOK++
+			default:
+				bug(rec, "resumed after the restart, it ended %s: %s", rec.outcome, rec.detail)
+			}
+		case rec.outcome == clientCompleted:
+			if s.fault != faultNone {
+				bug(rec, "completed although its upstream stream failed half-way")
+			} else if rec.text != s.want() {
+				bug(rec, "completed with %d bytes of text, want %d", len(rec.text), len(s.want()))
+			}
+		case rec.outcome == clientFailed:
+			if s.fault == faultNone {
+				bug(rec, "an error frame (%s) although its upstream stream had no fault", rec.errCode)
+			} else if rec.text != s.want() {
+				bug(rec, "failed with %d bytes of text, want the %d before the fault", len(rec.text), len(s.want()))
+			}
+		case byCrash:
+			r.cutByCrash++
+		default:
+			bug(rec, "%s: %s", rec.outcome, rec.detail)
+		}
+		if !crash {
+			o := ups[s.id]
+			want := upDone
+			if s.fault != faultNone {
+				want = upFault
+			}
+			if len(o) != 1 || o[0] != want {
+				bug(rec, "the upstream saw %v, want [%s]", o, want)
+			}
+		}
+	}
+	if len(bugs) > 0 {
+		r.fail("%d streams ended wrong; the first: %s", len(bugs), strings.Join(bugs[:min(len(bugs), 10)], "; "))
+	}
+	if r.started == 0 {
+		r.fail("no stream was started")
+	}
+}
+
+// checkStore reads the SQLite file and checks every run and its events,
+// and that every event id a client received is in it.
+func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRecord) error {
+	crash := r.opt.crash
+	st, err := readStore(ctx, dbPath, crash)
+	if err != nil {
+		r.fail("read the store: %v", err)
+		return nil
+	}
+	r.integrity, r.storedRuns, r.storedEvents, r.byStatus = st.integrity, len(st.runs), st.events, st.byStatus
+	if st.integrity != "ok" {
+		r.fail("integrity_check: %s", st.integrity)
+	}
+	var probs []string
+	for _, id := range slices.Sorted(maps.Keys(st.runs)) {
+		if p := st.runs[id].problems(crash); len(p) > 0 {
+			r.badRuns++
+			probs = append(probs, id+" ("+st.runs[id].model+"): "+strings.Join(p, ", "))
+		}
+	}
+	seen := map[string]bool{}
+	for _, rec := range recs {
+		if rec.runID == "" {
+			continue
+		}
+		seen[rec.runID] = true
+		sr := st.runs[rec.runID]
+		if sr == nil {
+			probs = append(probs, fmt.Sprintf("stream %d: its run %s is not in the store", rec.script.id, rec.runID))
+			continue
+		}
+		if sr.model != rec.script.model() {
+			probs = append(probs, fmt.Sprintf("stream %d: run %s is of model %s", rec.script.id, rec.runID, sr.model))
+		}
+		for _, seq := range rec.seqs {
+			if crash && !sr.seqs[seq] || !crash && seq > sr.maxSeq {
+				probs = append(probs, fmt.Sprintf("stream %d: the client received %s:%d, which is not in the store", rec.script.id, rec.runID, seq))
+				break
+			}
+		}
+		text := sr.text.String()
+		switch rec.outcome {
+		case clientCompleted, clientFailed:
+			if rec.text != text {
+				probs = append(probs, fmt.Sprintf("stream %d: the client received %d bytes of text, the store holds %d", rec.script.id, len(rec.text), len(text)))
+			}
+			if want := map[string]string{clientCompleted: "completed", clientFailed: sr.status}[rec.outcome]; sr.status != want ||
+				rec.outcome == clientFailed && sr.status == "completed" {
+				probs = append(probs, fmt.Sprintf("stream %d: the client saw %s, the run is %s", rec.script.id, rec.outcome, sr.status))
+			}
+		default:
+			if !strings.HasPrefix(text, rec.text) {
+				probs = append(probs, fmt.Sprintf("stream %d: what the client received is not a prefix of the stored text", rec.script.id))
+			}
+		}
+	}
+	// A run no client heard of: one the kill caught before its headers.
+	for id, sr := range st.runs {
+		if !seen[id] && !(crash && sr.status == "interrupted") {
+			probs = append(probs, fmt.Sprintf("run %s (%s, %s) was answered to no client", id, sr.model, sr.status))
+		}
+	}
+	if len(probs) > 0 {
+		r.fail("%d problems in the store; the first: %s", len(probs), strings.Join(probs[:min(len(probs), 10)], "; "))
+	}
+	return nil
+}
+
+// print writes the results as a table.
+func (r *result) print(w io.Writer) {
+	o := r.opt
+	mode := "load"
+	if o.crash {
+		mode = fmt.Sprintf("load with SIGKILL at %s", r.killedAt.Round(time.Millisecond))
+	}
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-34s %s\n", k, fmt.Sprintf(format, args...)) }
+	fmt.Fprintf(w, "bridgesoak: %s, %d clients, %s, %d-%d chunks %s-%s apart, 1 in %d streams failing upstream half-way\n",
+		mode, o.concurrency, o.duration, o.chunksMin, o.chunksMax, o.paceMin, o.paceMax, o.failEvery)
+	row("streams", "%d started in %s (%.0f/s), %d at once at most; %d warm-up", r.started, r.loadTime.Round(time.Millisecond),
+		float64(r.started)/max(r.loadTime.Seconds(), 1e-9), r.maxActive, r.warmup)
+	row("client outcomes", "%s", fmtCounts(r.byOutcome))
+	row("injected upstream faults", "%d (%s)", r.injected, fmtCounts(r.faultKinds))
+	if len(r.errCodes) > 0 {
+		row("error frames by code", "%s", fmtCounts(r.errCodes))
+	}
+	row("upstream requests", "%d", r.upstreamRequests)
+	if o.crash {
+		row("cut or refused by the SIGKILL", "%d; resumed after the restart %d, to their end %d", r.cutByCrash, r.resumed, r.resumedOK)
+		row("integrity_check after SIGKILL", "%s", r.integrityAfterKill)
+		row("runs the restart interrupted", "%d; still running after it %d", r.interruptedAtStart, r.runningAfterStart)
+		row("peak RSS before the kill", "%.1f MiB", float64(r.peakRSS)/(1<<20))
+	} else {
+		if r.goroutineNote != "" {
+			row("goroutines", "%s", r.goroutineNote)
+		} else {
+			row("goroutines (scheduler trace)", "%d before, %d at the peak, %d after", r.goroutinesBefore, r.goroutinesPeak, r.goroutinesAfter)
+		}
+		row("peak RSS (VmHWM)", "%.1f MiB (%.1f MiB after the load)", float64(r.peakRSS)/(1<<20), float64(r.rssAfter)/(1<<20))
+		row("runs ended (metric)", "%s", fmtCounts(r.runsEnded))
+		row("upstream errors (metric)", "%s", fmtCounts(r.upstreamErrors))
+		row("breaker state changes", "%v (metric), %d (log)", r.breakerChanges, r.breakerLogLines)
+	}
+	row("bridge process", "%s", r.exit)
+	row("store", "%d runs (%s), %d events; %d runs with problems", r.storedRuns, fmtCounts(r.byStatus), r.storedEvents, r.badRuns)
+	row("integrity_check", "%s", r.integrity)
+	var warns []string
+	for k, n := range r.logCounts {
+		if strings.HasPrefix(k, "WARN") || strings.HasPrefix(k, "ERROR") {
+			warns = append(warns, fmt.Sprintf("%s x%d", k, n))
+		}
+	}
+	slices.Sort(warns)
+	if len(warns) > 0 {
+		row("bridge log warnings", "%s", strings.Join(warns, "; "))
+	}
+	if r.kept {
+		row("work directory", "%s", r.dir)
+	}
+	if len(r.failures) == 0 {
+		fmt.Fprintln(w, "PASS")
+		return
+	}
+	fmt.Fprintln(w, "FAIL")
+	for _, f := range r.failures {
+		fmt.Fprintln(w, "  - "+f)
+	}
+}
+
+func fmtCounts[K ~string, V int | float64](m map[K]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := string(k)
+		if name == "" {
+			name = "(none)"
+		}
+		parts[i] = fmt.Sprintf("%s %v", name, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
