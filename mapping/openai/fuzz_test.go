@@ -2,12 +2,14 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/valyala/fastjson"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
@@ -131,6 +133,46 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 		if _, err := acc.Response(); err != nil && !isBridgeError(err) {
 			t.Fatalf("Response error %T", err)
+		}
+	})
+}
+
+// FuzzFastChunk holds fastChunk to encoding/json: whenever it takes a chunk,
+// the chunk is valid JSON and decodes to exactly what json.Unmarshal makes
+// of it.
+func FuzzFastChunk(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1760000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"tok "},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"think \"hard\"\n"}}]}`,
+		`{"id":"c","choices":[null,{"index":1,"delta":null}],"model":null}`,
+		`{"ID":"c","choices":[{"Index":1}]}`,
+		`{"id":"a","id":"b"}`,
+		`{"id":"c","choices":[{"index":1.0}]}`,
+		`{"id":"c","choices":[{"index":-0,"delta":{"content":"\u00e9\ud800"}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"content":7}}]}`,
+		`{"id":"c","choices":{}}`,
+		`{"id":"c"} x`,
+		`[{"id":"c"}]`,
+		"{\"id\":\"\xff\"}",
+		`{"id":"c","choices":[{"index":99999999999999999999}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast wireChunk
+		var p fastjson.Parser
+		if !fastChunk(&p, data, &fast) {
+			return
+		}
+		var slow wireChunk
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("fastChunk took %q, json.Unmarshal refuses it: %v", data, err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fastChunk(%q) differs from json.Unmarshal (-slow +fast):\n%s", data, diff)
 		}
 	})
 }

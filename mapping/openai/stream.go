@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
@@ -129,6 +131,7 @@ type streamDecoder struct {
 	stop     bridge.StopReason
 	usage    bridge.Usage
 	calls    []*toolState
+	fj       fastjson.Parser // fastChunk's, reused chunk to chunk
 }
 
 func (d *streamDecoder) emit(ev bridge.Event) {
@@ -201,9 +204,12 @@ func (d *streamDecoder) chunk(data []byte) {
 		return
 	}
 	var c wireChunk
-	if err := json.Unmarshal(data, &c); err != nil || wire.Kind(data) != '{' {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", truncate(string(data), 200)))
-		return
+	if !fastChunk(&d.fj, data, &c) {
+		c = wireChunk{}
+		if err := json.Unmarshal(data, &c); err != nil || wire.Kind(data) != '{' {
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", truncate(string(data), 200)))
+			return
+		}
 	}
 	if truthy(c.Error) {
 		d.fail(streamError(data))

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/valyala/fastjson"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
@@ -551,5 +552,30 @@ func TestLineLimit(t *testing.T) {
 	_, err = golden.Collect(t, DecodeStream(strings.NewReader(long)))
 	if bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("err = %v, want line too long", err)
+	}
+}
+
+// TestFastChunkTakes: the chunks of a text stream take the fast path (else
+// FuzzFastChunk would hold nothing), and the rarer ones do not.
+func TestFastChunkTakes(t *testing.T) {
+	for _, c := range []struct {
+		chunk string
+		fast  bool
+	}{
+		{`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1760000000,"model":"gpt-x","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}`, true},
+		{`{"id":"c","choices":[{"index":0,"delta":{"content":"tok \"q\"\n"},"finish_reason":null}]}`, true},
+		{`{"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}`, true},
+		{`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, true},
+		{`{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, false},
+		{`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`, false},
+		{`{"id":"c","choices":[{"index":0,"delta":{"content":"caf\u00e9"}}]}`, false},
+		{`{"error":{"message":"boom"}}`, false},
+		{`{"Model":"m"}`, false},
+	} {
+		var p fastjson.Parser
+		var got wireChunk
+		if ok := fastChunk(&p, []byte(c.chunk), &got); ok != c.fast {
+			t.Errorf("fastChunk(%s) = %v, want %v", c.chunk, ok, c.fast)
+		}
 	}
 }
