@@ -31,6 +31,8 @@ type streamRecord struct {
 	outcome string
 	errCode string // the error frame's code, or its type
 	detail  string // why a cut or refused stream ended so
+	start   time.Time
+	first   time.Duration // to the first content chunk, 0 if none
 	end     time.Time
 	resumed bool // read again after a restart
 }
@@ -61,7 +63,7 @@ func (c *soakClient) closeIdle() { c.hc.CloseIdleConnections() }
 
 // stream runs one script through POST /v1/chat/completions.
 func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
-	rec := &streamRecord{script: s}
+	rec := &streamRecord{script: s, start: time.Now()}
 	body, _ := json.Marshal(map[string]any{
 		"model":    s.model(),
 		"stream":   true,
@@ -196,6 +198,9 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 			continue
 		}
 		for _, ch := range chunk.Choices {
+			if ch.Delta.Content != "" && rec.first == 0 && !rec.resumed {
+				rec.first = time.Since(rec.start)
+			}
 			text.WriteString(ch.Delta.Content)
 		}
 	}

@@ -30,6 +30,8 @@ type result struct {
 	errCodes   map[string]int
 
 	upstreamRequests int64
+	unrecorded       int  // crash: upstream calls whose run is not in the store
+	ttfc, duration   dist // load streams that ended: to the first content, to the end
 
 	goroutinesBefore, goroutinesPeak, goroutinesAfter int
 	goroutineNote                                     string
@@ -240,8 +242,20 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	}
 
 	res.judgeClients(load, killTime, up.outcomesOf())
-	if err := res.checkStore(ctx, dbPath, append(records, load...)); err != nil {
+	st, err := res.checkStore(ctx, dbPath, append(records, load...))
+	if err != nil {
 		return res, err
+	}
+	if opt.crash && st != nil {
+		models := map[string]bool{}
+		for _, sr := range st.runs {
+			models[sr.model] = true
+		}
+		for id, o := range up.outcomesOf() {
+			if id < 1_000_000_000 && !models[opt.script(id).model()] {
+				res.unrecorded += len(o)
+			}
+		}
 	}
 	return res, nil
 }
@@ -450,6 +464,17 @@ func (r *result) judgeClients(load []*streamRecord, killTime time.Time, ups map[
 			}
 		}
 	}
+	var ttfc, dur []time.Duration
+	for _, rec := range load {
+		if rec.resumed || rec.outcome != clientCompleted && rec.outcome != clientFailed {
+			continue
+		}
+		if rec.first > 0 {
+			ttfc = append(ttfc, rec.first)
+		}
+		dur = append(dur, rec.end.Sub(rec.start))
+	}
+	r.ttfc, r.duration = distOf(ttfc), distOf(dur)
 	if len(bugs) > 0 {
 		r.fail("%d streams ended wrong; the first: %s", len(bugs), strings.Join(bugs[:min(len(bugs), 10)], "; "))
 	}
@@ -460,12 +485,12 @@ func (r *result) judgeClients(load []*streamRecord, killTime time.Time, ups map[
 
 // checkStore reads the SQLite file and checks every run and its events,
 // and that every event id a client received is in it.
-func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRecord) error {
+func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRecord) (*dbReport, error) {
 	crash := r.opt.crash
 	st, err := readStore(ctx, dbPath, crash)
 	if err != nil {
 		r.fail("read the store: %v", err)
-		return nil
+		return nil, nil
 	}
 	r.integrity, r.storedRuns, r.storedEvents, r.byStatus = st.integrity, len(st.runs), st.events, st.byStatus
 	if st.integrity != "ok" {
@@ -523,7 +548,7 @@ func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRe
 	if len(probs) > 0 {
 		r.fail("%d problems in the store; the first: %s", len(probs), strings.Join(probs[:min(len(probs), 10)], "; "))
 	}
-	return nil
+	return st, nil
 }
 
 // print writes the results as a table.
@@ -543,9 +568,12 @@ func (r *result) print(w io.Writer) {
 	if len(r.errCodes) > 0 {
 		row("error frames by code", "%s", fmtCounts(r.errCodes))
 	}
+	row("time to first content", "%s", r.ttfc)
+	row("stream duration", "%s", r.duration)
 	row("upstream requests", "%d", r.upstreamRequests)
 	if o.crash {
 		row("cut or refused by the SIGKILL", "%d; resumed after the restart %d, to their end %d", r.cutByCrash, r.resumed, r.resumedOK)
+		row("upstream calls with no stored run", "%d (the kill came before the writer created their run; no client saw any of it)", r.unrecorded)
 		row("integrity_check after SIGKILL", "%s", r.integrityAfterKill)
 		row("runs the restart interrupted", "%d; still running after it %d", r.interruptedAtStart, r.runningAfterStart)
 		row("peak RSS before the kill", "%.1f MiB", float64(r.peakRSS)/(1<<20))
@@ -600,4 +628,31 @@ func fmtCounts[K ~string, V int | float64](m map[K]V) string {
 		parts[i] = fmt.Sprintf("%s %v", name, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// dist summarizes durations.
+type dist struct {
+	n             int
+	p50, p99, max time.Duration
+}
+
+func distOf(ds []time.Duration) dist {
+	if len(ds) == 0 {
+		return dist{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := func(p float64) time.Duration { // nearest rank
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	return dist{n: len(s), p50: rank(0.50), p99: rank(0.99), max: s[len(s)-1]}
+}
+
+func (d dist) String() string {
+	if d.n == 0 {
+		return "none"
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	return fmt.Sprintf("p50 %s, p99 %s, max %s (%d streams)", ms(d.p50), ms(d.p99), ms(d.max), d.n)
 }

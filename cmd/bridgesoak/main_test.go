@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The short soak: the real bridge serve, 50 streams at once for 3 s with
+// one in 20 failing upstream half-way, and the same with a SIGKILL half-way
+// and a restart. Every check of the full soak applies.
+
+var (
+	buildOnce sync.Once
+	bridgeBin string
+	buildErr  error
+)
+
+// builtBridge builds cmd/bridge once per test binary, with the race
+// detector when the test has it.
+func builtBridge(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bridgesoak-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bridgeBin, buildErr = buildBridge(t.Context(), dir, raceEnabled, os.Stderr)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bridgeBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bridgeBin != "" {
+		_ = os.RemoveAll(strings.TrimSuffix(bridgeBin, "/bridge"))
+	}
+	os.Exit(code)
+}
+
+func shortSoak(t *testing.T) options {
+	if runtime.GOOS != "linux" {
+		t.Skip("the soak reads /proc/<pid>/status: linux only")
+	}
+	opt := defaultOptions()
+	opt.concurrency = 50
+	opt.duration = 3 * time.Second
+	opt.warmup = 5
+	opt.timeout = 2 * time.Minute
+	opt.streamTimeout = time.Minute
+	opt.gtrace = 500 * time.Millisecond
+	opt.bridge = builtBridge(t)
+	opt.dir = t.TempDir()
+	return opt
+}
+
+func runSoak(t *testing.T, opt options) *result {
+	t.Helper()
+	if err := opt.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := soak(t.Context(), opt, &log)
+	var table bytes.Buffer
+	if res != nil {
+		res.print(&table)
+	}
+	t.Logf("\n%s%s", log.String(), table.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.failures {
+		t.Error(f)
+	}
+	if t.Failed() {
+		t.Logf("bridge log:\n%s", tail(opt.dir+"/bridge.log", 40))
+	}
+	return res
+}
+
+func TestSoak(t *testing.T) {
+	res := runSoak(t, shortSoak(t))
+	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected {
+		t.Errorf("%d injected faults, %d failed streams: want as many, and some", res.injected, res.byOutcome[clientFailed])
+	}
+	if res.goroutinesBefore == 0 || res.goroutinesAfter == 0 || res.peakRSS == 0 {
+		t.Errorf("goroutines %d before, %d after, peak RSS %d: want all measured", res.goroutinesBefore, res.goroutinesAfter, res.peakRSS)
+	}
+	if res.storedRuns != res.started+res.warmup {
+		t.Errorf("%d runs stored, want %d", res.storedRuns, res.started+res.warmup)
+	}
+}
+
+func TestSoakCrash(t *testing.T) {
+	opt := shortSoak(t)
+	opt.crash = true
+	opt.crashAfter = 1500 * time.Millisecond
+	res := runSoak(t, opt)
+	if res.killedAt == 0 || res.integrityAfterKill != "ok" {
+		t.Errorf("killed at %s, integrity after the kill %q: want a kill and ok", res.killedAt, res.integrityAfterKill)
+	}
+	if res.cutByCrash == 0 || res.resumed == 0 {
+		t.Errorf("%d streams cut by the kill, %d resumed: want some", res.cutByCrash, res.resumed)
+	}
+}
+
+func TestScript(t *testing.T) {
+	opt := defaultOptions()
+	faults := map[fault]int{}
+	for k := int64(1); k <= 2000; k++ {
+		s := opt.script(k)
+		faults[s.fault]++
+		if s.chunks < opt.chunksMin || s.chunks > opt.chunksMax || s.pace < opt.paceMin || s.pace > opt.paceMax {
+			t.Fatalf("script %d: %+v out of the options' bounds", k, s)
+		}
+		back, err := parseScript(s.model())
+		if err != nil || back != s {
+			t.Fatalf("parseScript(%q) = %+v, %v; want %+v", s.model(), back, err, s)
+		}
+	}
+	if faults[faultCut] != 50 || faults[faultError] != 50 {
+		t.Errorf("faults in 2000 streams: %v, want 50 cut and 50 err (5%%)", faults)
+	}
+}
+
+func TestGoroutineCount(t *testing.T) {
+	log := "noise\nSCHED 0ms: gomaxprocs=2\n  P0: status=0\n  M1: p=nil\n  G1: status=4(select) m=nil lockedm=nil\n" +
+		"  G2: status=6() m=nil lockedm=nil\n  G3: status=11() m=1 lockedm=1\n  G4: status=4100(select) m=nil lockedm=nil\n" +
+		"  G5: status=2() m=0 lockedm=nil\ntime=x level=INFO msg=\"run ended\"\nSCHED 1000ms: gomaxprocs=2\n  G1: status=4(select) m=nil lockedm=nil\n"
+	path := t.TempDir() + "/log"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := gdumps(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].count != 3 {
+		t.Errorf("gdumps = %+v, want one complete trace of 3 goroutines (G1, G4 scanning, G5)", ds)
+	}
+}
