@@ -81,20 +81,156 @@ func NewBreaker(name string, cfg BreakerConfig, log *slog.Logger, onChange func(
 // State is the breaker's current state.
 func (b *Breaker) State() gobreaker.State { return b.cb.State() }
 
-// Middleware is the breaker as go-kit endpoint middleware.
+// Middleware is the breaker as go-kit endpoint middleware (go-kit's
+// circuitbreaker.Gobreaker around the next endpoint), with one breaker
+// execution spanning the whole call, its stream included: the call is handed
+// back as soon as the upstream answers, and the execution ends when the
+// call's events end. It counts as a failure when the stream ended by an
+// upstream fault (an error mid-stream: cut, garbage, idle timeout; an
+// upstream error event, that is a failed final whose error is Retryable; no
+// final at all), and as a success when it ended with a final (even a failed
+// one that is the client's fault), when the consumer stopped ranging, or when
+// the call's context ended first (the client went away, the run was
+// aborted or timed out). So consecutive mid-stream faults open the breaker,
+// and half-open admits one trial until its stream has ended.
+//
+// Each call that opens costs one goroutine, which holds the execution until
+// the stream ends; a call whose events are never ranged holds it until the
+// call's context is done, so the context passed to Open must end (the
+// engine's run context does when the run ends).
 func (b *Breaker) Middleware() endpoint.Middleware {
-	inner := circuitbreaker.Gobreaker(b.cb)
 	return func(next endpoint.Endpoint) endpoint.Endpoint {
-		ep := inner(next)
+		ep := circuitbreaker.Gobreaker(b.cb)(func(ctx context.Context, req any) (any, error) {
+			return nil, req.(*execution).run(ctx, next)
+		})
 		return func(ctx context.Context, req any) (any, error) {
-			resp, err := ep(ctx, req)
-			if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-				return nil, &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: b.retryAfter(),
-					Message: "upstream " + b.cb.Name() + " is failing; its circuit breaker is open"}
+			if b.cb.State() == gobreaker.StateOpen { // no goroutine for a call refused at once
+				return nil, b.openError()
 			}
-			return resp, err
+			x := &execution{req: req, ch: make(chan error)}
+			go func() {
+				_, err := ep(ctx, x)
+				switch {
+				case !x.handed:
+					x.ch <- err
+				case x.counted:
+					x.ch <- nil // the breaker has counted the outcome it was sent
+				}
+			}()
+			if err := <-x.ch; err != nil {
+				if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+					return nil, b.openError()
+				}
+				return nil, err
+			}
+			return x.resp, nil
 		}
 	}
+}
+
+func (b *Breaker) openError() error {
+	return &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: b.retryAfter(),
+		Message: "upstream " + b.cb.Name() + " is failing; its circuit breaker is open"}
+}
+
+// execution is one call through the breaker. Its goroutine (inside
+// gobreaker's Execute) opens the call and hands it over on ch (unbuffered,
+// so the handover is received before the goroutine waits on ch again), then
+// waits on ch for the stream's outcome, or for the call's context to end;
+// an outcome it received it acknowledges on ch once gobreaker has counted it.
+type execution struct {
+	req     any
+	ch      chan error
+	handed  bool // set by the goroutine: the call went over ch
+	counted bool // set by the goroutine: the outcome came over ch
+	resp    any  // the call handed over, read after the receive
+	sent    bool // set by the ranging goroutine: the outcome went over ch
+}
+
+func (x *execution) run(ctx context.Context, next endpoint.Endpoint) error {
+	resp, err := next(ctx, x.req)
+	if err != nil {
+		return err
+	}
+	x.handed = true
+	call, ok := resp.(*bridge.Call)
+	if !ok || call == nil || call.Events == nil {
+		x.resp = resp
+		x.ch <- nil
+		return nil
+	}
+	w := *call
+	w.Events = x.watch(ctx, call.Events)
+	x.resp = &w
+	x.ch <- nil
+	select {
+	case err := <-x.ch:
+		x.counted = true
+		return err
+	case <-ctx.Done():
+		return nil // never ranged, or the outcome lost to the context: the client's doing
+	}
+}
+
+// errNoFinal is the outcome of a stream that ended without a final event.
+var errNoFinal = bridge.Errorf(bridge.CodeUpstream, "upstream stream ended without a final event")
+
+// watch passes events through and sends their outcome over x.ch once the
+// range ends, however it ends.
+func (x *execution) watch(ctx context.Context, events bridge.Stream) bridge.Stream {
+	return func(yield func(bridge.Event, error) bool) {
+		var outcome error = errNoFinal
+		defer func() { x.end(ctx, outcome) }()
+		for ev, err := range events {
+			if err != nil {
+				outcome = streamFault(err)
+				yield(ev, err)
+				return
+			}
+			if ev.Kind == bridge.KindFinal {
+				outcome = finalFault(ev.Final)
+			}
+			if !yield(ev, nil) {
+				outcome = nil // the consumer stopped
+				return
+			}
+		}
+	}
+}
+
+func (x *execution) end(ctx context.Context, outcome error) {
+	if x.sent {
+		return
+	}
+	x.sent = true
+	if ctx.Err() != nil {
+		outcome = nil
+	}
+	select {
+	case x.ch <- outcome:
+		<-x.ch // once counted: the next call sees the breaker's new state
+	case <-ctx.Done():
+	}
+}
+
+// streamFault is the breaker's view of an error that ended a stream: a
+// bridge error as it is (IsSuccessful judges it), anything else (a read
+// error of a cut connection) an upstream fault.
+func streamFault(err error) error {
+	if errors.As(err, new(*bridge.Error)) {
+		return err
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "upstream stream failed")
+}
+
+// finalFault is the breaker's view of a final event: an upstream fault when
+// it failed with a Retryable error (an upstream error event: overloaded,
+// server error), else none.
+func finalFault(f *bridge.Final) error {
+	if f != nil && f.Status == bridge.StatusFailed && f.Error != nil && f.Error.Retryable() {
+		return f.Error
+	}
+	return nil
 }
 
 func (b *Breaker) retryAfter() time.Duration {

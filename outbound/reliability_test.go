@@ -58,10 +58,12 @@ func TestBreakerOpensOnUpstreamFaultsOnly(t *testing.T) {
 
 	// Half-open after OpenFor: one trial; a success closes the breaker.
 	time.Sleep(150 * time.Millisecond)
-	up.n = 0
-	if err := open(t, u); err != nil {
+	up.n, up.Events = 0, bridgetest.TextEvents("back")
+	call, err := u.Open(t.Context(), &bridge.Request{Model: "m"})
+	if err != nil {
 		t.Fatalf("trial call: %v", err)
 	}
+	drain(call) // the trial ends with its stream
 	if b.State() != gobreaker.StateClosed {
 		t.Errorf("state after a good trial = %s", b.State())
 	}

@@ -89,9 +89,12 @@ func TestFaultsOverOpenAI(t *testing.T) {
 	up := openaitest.New(func(n int, _ []byte) openaitest.Reply { return script.Load().(func(int) openaitest.Reply)(n) })
 	t.Cleanup(up.Close)
 	cfg := defaultConfig()
+	// The faults come one after the other and the breaker counts mid-stream
+	// ones too: a high threshold keeps it closed (its own test is above).
 	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
 		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
-		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond}}}
+		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond},
+		Breaker:  outbound.BreakerConfig{Failures: 100}}}
 	base := "http://" + startMain(t, cfg).Addr()
 	text := func(c *openaitest.Chunks) *openaitest.Chunks { return c.Role().Text("par", "tial") }
 

@@ -87,9 +87,12 @@ func TestResponsesFaults(t *testing.T) {
 	})
 	t.Cleanup(up.Close)
 	cfg := defaultConfig()
+	// The faults come one after the other and the breaker counts mid-stream
+	// ones too: a high threshold keeps it closed (its own test is above).
 	cfg.Upstreams = []Upstream{{Dialect: "responses", URL: up.BaseURL(),
 		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
-		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond}}}
+		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond},
+		Breaker:  outbound.BreakerConfig{Failures: 100}}}
 	base := "http://" + startMain(t, cfg).Addr()
 	partial := func() *responsestest.Events {
 		e := &responsestest.Events{ID: "resp_up", Model: "m"}
