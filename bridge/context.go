@@ -30,3 +30,20 @@ func RunIDFromContext(ctx context.Context) string {
 	r, _ := ctx.Value(runIDKey{}).(string)
 	return r
 }
+
+type idleKey struct{}
+
+// WithIdle returns a context whose live subscriptions (Engine.Subscribe)
+// call f each time they have yielded every event committed so far and are
+// about to wait for more (or to look for more). f runs on the goroutine that iterates
+// the stream. An SSE writer flushes there: the events a commit made
+// available at once leave in one write, and none waits for one that has
+// not been committed.
+func WithIdle(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, idleKey{}, f)
+}
+
+func idleFromContext(ctx context.Context) func() {
+	f, _ := ctx.Value(idleKey{}).(func())
+	return f
+}

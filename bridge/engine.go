@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -765,10 +766,17 @@ func (e *Engine) emit(lr *liveRun, ev Event) bool {
 		// The first thing a client sees of the run: commit it without
 		// waiting for a batch of the deltas queued behind it.
 		lr.contentSeen, p.urgent = true, true
+	} else if !lr.contentSeen && ev.Kind == KindMessageStarted {
+		p.hold = true
 	}
 	lr.emitMu.Lock()
 	e.enqueue(lr, p)
 	lr.emitMu.Unlock()
+	if p.urgent {
+		// Let the writer commit it now rather than once this pump has
+		// decoded whatever else the upstream sent.
+		runtime.Gosched()
+	}
 	return true
 }
 

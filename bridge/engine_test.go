@@ -521,3 +521,86 @@ func TestFingerprintIgnoresReasoning(t *testing.T) {
 		t.Error("different text, same fingerprint")
 	}
 }
+
+// chanUpstream streams the events sent on ch, then a final.
+type chanUpstream struct{ ch chan bridge.Event }
+
+func (u *chanUpstream) Name() string    { return "chan" }
+func (u *chanUpstream) Dialect() string { return "test" }
+func (u *chanUpstream) Open(ctx context.Context, _ *bridge.Request) (*bridge.Call, error) {
+	return &bridge.Call{Events: func(yield func(bridge.Event, error) bool) {
+		for {
+			select {
+			case ev, ok := <-u.ch:
+				if !ok {
+					yield(bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}}, nil)
+					return
+				}
+				if !yield(ev, nil) {
+					return
+				}
+			case <-ctx.Done():
+				yield(bridge.Event{}, ctx.Err())
+				return
+			}
+		}
+	}}, nil
+}
+
+// TestIdleBeforeWaiting: a subscription made WithIdle calls the hook each
+// time it has yielded what is committed and must wait, so an SSE writer
+// flushes then, and only then.
+func TestIdleBeforeWaiting(t *testing.T) {
+	up := &chanUpstream{ch: make(chan bridge.Event)}
+	e, _ := newEngine(t, up)
+	run, err := e.Start(t.Context(), userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idles atomic.Int64
+	ctx := bridge.WithIdle(t.Context(), func() { idles.Add(1) })
+	_, events, err := e.Subscribe(ctx, run.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, stop := iter.Pull2(events)
+	defer stop()
+	waitIdle := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for idles.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("subscription never went idle (%d calls, want %d)", idles.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	got := make(chan bridge.Event, 1)
+	pull := func() {
+		ev, err, ok := next()
+		if err != nil || !ok {
+			t.Errorf("stream ended early: %v", err)
+		}
+		got <- ev
+	}
+	// run_started is committed with the run: yielded without a wait.
+	pull()
+	if ev := <-got; ev.Kind != bridge.KindRunStarted {
+		t.Fatalf("first event %s, want run_started", ev.Kind)
+	}
+	for i := range 5 {
+		before := idles.Load()
+		go pull()
+		waitIdle(before + 1) // waiting for the next event: idle said so
+		up.ch <- bridge.Event{Kind: bridge.KindTextDelta, Text: fmt.Sprint(i)}
+		select {
+		case ev := <-got:
+			if ev.Kind != bridge.KindTextDelta || ev.Text != fmt.Sprint(i) {
+				t.Fatalf("event %d = %s %q", i, ev.Kind, ev.Text)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("event %d never came", i)
+		}
+	}
+	close(up.ch)
+}

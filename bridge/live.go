@@ -3,7 +3,9 @@ package bridge
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"time"
 )
 
 // liveRun is a run this process is driving. The pump goroutine assigns seqs
@@ -194,6 +196,7 @@ func (lr *liveRun) close() {
 // follow yields committed events with seq > after, then live ones, until the
 // run ends or ctx is done.
 func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
+	idle := idleFromContext(ctx)
 	return func(yield func(Event, error) bool) {
 		next := after // last seq yielded
 		for {
@@ -215,6 +218,9 @@ func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
 			}
 			if done {
 				return
+			}
+			if idle != nil {
+				idle()
 			}
 			select {
 			case <-wake:
@@ -242,20 +248,27 @@ type pending struct {
 	// urgent ends the batch: a run's first visible event is committed at
 	// once rather than with the deltas queued behind it.
 	urgent bool
+	// hold marks an event no client shows that comes before the run's first
+	// one that it does (message_started): no one waits for it, so the
+	// writer may keep it up to holdLinger and commit it with that event.
+	hold bool
 }
 
 // writer commits queued events in batches: it takes whatever is queued, up
 // to maxBatch events or a run's first visible event, in one transaction,
-// so an idle bridge adds no delay
-// and a busy one pays one transaction per batch rather than per event.
-// Only after the commit are the events published to followers.
+// so an idle bridge adds no delay and a busy one pays one transaction per
+// batch rather than per event. A batch of nothing but events that may wait
+// (hold) waits up to holdLinger for more. Only after the commit are the
+// events published to followers.
 func (e *Engine) writer() {
 	defer close(e.writerDone)
 	batch := make([]*pending, 0, e.maxBatch)
 	b := &Batch{Events: make([]Event, 0, e.maxBatch)}
 	touched := make(map[*liveRun][]Event)
+	var linger *time.Timer
 	for first := range e.queue {
 		batch = append(batch[:0], first)
+		var since time.Time // when the batch began to wait
 	drain:
 		for len(batch) < e.maxBatch && !batch[len(batch)-1].urgent {
 			select {
@@ -264,7 +277,34 @@ func (e *Engine) writer() {
 					break drain
 				}
 				batch = append(batch, p)
+				continue
 			default:
+			}
+			if !allHold(batch) {
+				break
+			}
+			// Nothing in the batch is needed yet: wait for what will be (a
+			// run's first visible event), so both go in one commit.
+			if since.IsZero() {
+				since = time.Now()
+			}
+			wait := holdLinger - time.Since(since)
+			if wait <= 0 {
+				break
+			}
+			if linger == nil {
+				linger = time.NewTimer(wait)
+			} else {
+				linger.Reset(wait)
+			}
+			select {
+			case p, ok := <-e.queue:
+				linger.Stop()
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			case <-linger.C:
 				break drain
 			}
 		}
@@ -286,7 +326,23 @@ func (e *Engine) writer() {
 				p.done <- errs[p.lr]
 			}
 		}
+		// The followers just woken run before the next commit: a client's
+		// first event is not held behind the deltas committed after it.
+		runtime.Gosched()
 	}
+}
+
+// holdLinger bounds how long the writer keeps events that may wait.
+const holdLinger = 2 * time.Millisecond
+
+// allHold reports whether every pending of batch may wait.
+func allHold(batch []*pending) bool {
+	for _, p := range batch {
+		if !p.hold {
+			return false
+		}
+	}
+	return true
 }
 
 // commit writes the pendings as one batch, reusing b.

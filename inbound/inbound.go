@@ -48,10 +48,14 @@ type Dialect interface {
 }
 
 // SSEWriter writes to a response and flushes after every Write, so an SSE
-// event written in one Write leaves in one piece, at once.
+// event written in one Write leaves in one piece, at once; one made by a
+// Batch flushes when the run's subscription waits instead.
 type SSEWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	batched bool // flush in Flush only, after the first Write
+	flushed bool // the response is committed (headers sent, chunked)
+	dirty   bool // written since the last flush
 }
 
 // NewSSEWriter sets the SSE response headers (not the status) and returns
@@ -66,10 +70,59 @@ func NewSSEWriter(w http.ResponseWriter) *SSEWriter {
 
 func (s *SSEWriter) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
-	if err != nil {
+	if err != nil || s.batched && s.flushed {
+		s.dirty = s.dirty || n > 0
 		return n, err
 	}
+	// Unbatched, or the first event: it leaves at once, and the response
+	// is a stream (chunked, so trailers can follow) however short it is.
+	s.flushed, s.dirty = true, false
 	return n, s.rc.Flush()
+}
+
+// Flush sends what was written since the last flush.
+func (s *SSEWriter) Flush() error {
+	if !s.dirty {
+		return nil
+	}
+	s.flushed, s.dirty = true, false
+	return s.rc.Flush()
+}
+
+// Batch writes a run's events in as few flushes as keep each of them
+// prompt: its context, given to Engine.Subscribe, flushes the Batch's
+// writer each time the subscription has yielded every committed event and
+// is about to wait. The events one commit made available (a busy run's
+// deltas) leave in one write, never held for an event still to come.
+//
+// The writer is made later (a handler writes nothing until it knows the
+// run's first event); the writer must be used only by the goroutine that
+// iterates the subscription.
+type Batch struct {
+	sw *SSEWriter
+}
+
+// NewBatch returns a Batch and the context to subscribe with.
+func NewBatch(ctx context.Context) (*Batch, context.Context) {
+	b := &Batch{}
+	return b, bridge.WithIdle(ctx, b.flush)
+}
+
+func (b *Batch) flush() {
+	if b != nil && b.sw != nil {
+		_ = b.sw.Flush() // a failed write shows at the next Write
+	}
+}
+
+// Writer is NewSSEWriter whose flushes wait for the subscription to be
+// idle. On a nil Batch it is NewSSEWriter.
+func (b *Batch) Writer(w http.ResponseWriter) *SSEWriter {
+	sw := NewSSEWriter(w)
+	if b != nil {
+		sw.batched = true
+		b.sw = sw
+	}
+	return sw
 }
 
 // DroppedHeader is the header (or trailer, for streams) that names what a

@@ -96,7 +96,12 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request that continues a run (the client's tool results) is
 	// answered with the new model call only, not the run's earlier steps.
-	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, run.LastSeq)
+	var batch *inbound.Batch
+	sctx := r.Context()
+	if req.Stream {
+		batch, sctx = inbound.NewBatch(sctx)
+	}
+	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -108,7 +113,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	// keeps the rendering its first request stored.
 	opt.IncludeUsage = req.Stream && req.IncludeUsage
 	if req.Stream {
-		h.stream(w, r, run, events, opt)
+		h.stream(w, r, run, events, opt, batch)
 		return
 	}
 	h.complete(w, r, run, events, opt)
@@ -157,7 +162,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // stream answers with SSE chunks. Nothing is written until the upstream has
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the upstream's status.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, batch *inbound.Batch) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -181,14 +186,14 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		held = append(held, ev)
 		break
 	}
-	h.serveEvents(w, r, run, opt, slices.Values(held), next)
+	h.serveEvents(w, r, run, opt, slices.Values(held), next, batch)
 }
 
 // serveEvents writes SSE frames for the held events, then for the rest.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	held func(func(bridge.Event) bool), next func() (bridge.Event, error, bool)) {
+	held func(func(bridge.Event) bool), next func() (bridge.Event, error, bool), batch *inbound.Batch) {
 	inbound.SetDropped(w.Header(), run.Dropped)
-	sw := inbound.NewSSEWriter(w)
+	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
 	enc := wire.NewStreamEncoder(sw, opt)
 	var final *bridge.Final
@@ -199,6 +204,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		if err := enc.Encode(&ev); err != nil {
 			return
 		}
+	}
+	if err := sw.Flush(); err != nil { // the first visible event, at once
+		return
 	}
 	for next != nil {
 		ev, err, ok := next()
@@ -227,7 +235,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	next, stop := iter.Pull2(events)
 	defer stop()
 	opt := streamOptions(run, "")
-	h.serveEvents(w, r, run, opt, func(func(bridge.Event) bool) {}, next)
+	h.serveEvents(w, r, run, opt, func(func(bridge.Event) bool) {}, next, nil)
 }
 
 // streamGone logs why a subscription ended early: the client left, or the
