@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -96,10 +97,11 @@ func (s *SSEWriter) Flush() error {
 // deltas) leave in one write, never held for an event still to come.
 //
 // The writer is made later (a handler writes nothing until it knows the
-// run's first event); the writer must be used only by the goroutine that
-// iterates the subscription.
+// run's first event). It is used by the goroutine that iterates the
+// subscription, or under the lock given to Guard.
 type Batch struct {
 	sw *SSEWriter
+	mu sync.Locker // held while flushing, when others write too
 }
 
 // NewBatch returns a Batch and the context to subscribe with.
@@ -109,8 +111,21 @@ func NewBatch(ctx context.Context) (*Batch, context.Context) {
 }
 
 func (b *Batch) flush() {
-	if b != nil && b.sw != nil {
-		_ = b.sw.Flush() // a failed write shows at the next Write
+	if b == nil || b.sw == nil {
+		return
+	}
+	if b.mu != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	_ = b.sw.Flush() // a failed write shows at the next Write
+}
+
+// Guard makes the idle flush hold mu: the writer is shared with another
+// goroutine (a pinger) that holds mu while it writes and flushes.
+func (b *Batch) Guard(mu sync.Locker) {
+	if b != nil {
+		b.mu = mu
 	}
 }
 

@@ -109,7 +109,12 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request that continues a run (the client's tool results) is
 	// answered with the new model call only.
-	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, run.LastSeq)
+	var batch *inbound.Batch
+	sctx := r.Context()
+	if req.Stream {
+		batch, sctx = inbound.NewBatch(sctx)
+	}
+	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -118,7 +123,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
 	if req.Stream {
-		h.stream(w, r, run, events, opt)
+		h.stream(w, r, run, events, opt, batch)
 		return
 	}
 	h.complete(w, r, run, events, opt)
@@ -161,7 +166,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // stream answers with SSE frames. Nothing is written until the upstream has
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the status Anthropic uses for it.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, batch *inbound.Batch) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -190,7 +195,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 	}
 	// The header says what the inbound decoder dropped; the trailer the
 	// whole list, the outbound's included.
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0, batch)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -212,9 +217,9 @@ func (g *gate) Write(p []byte) (int, error) {
 // encoder first renders the run's events up to seq prefix without writing
 // them, so the stream goes on exactly where the client's left off.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64) {
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64, batch *inbound.Batch) {
 	inbound.SetDropped(w.Header(), dropped)
-	sw := inbound.NewSSEWriter(w)
+	sw := batch.Writer(w)
 	g := &gate{w: sw, open: prefix <= 0}
 	enc := wire.NewStreamEncoder(g, opt)
 	if prefix > 0 {
@@ -222,8 +227,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		g.open = true
 	}
 	w.WriteHeader(http.StatusOK)
-	p := newPinger(enc, h.cfg.PingInterval)
+	p := newPinger(enc, sw, h.cfg.PingInterval)
 	defer p.close()
+	batch.Guard(&p.mu)
 	var final *bridge.Final
 	for i := range held {
 		if held[i].Kind == bridge.KindFinal {
@@ -232,6 +238,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		if err := p.encode(&held[i]); err != nil {
 			return
 		}
+	}
+	if err := p.flush(); err != nil { // the first visible event, at once
+		return
 	}
 	for next != nil {
 		ev, err, ok := next()
@@ -263,13 +272,14 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 type pinger struct {
 	mu     sync.Mutex
 	enc    *wire.StreamEncoder
+	sw     *inbound.SSEWriter
 	every  time.Duration
 	t      *time.Timer
 	closed bool
 }
 
-func newPinger(enc *wire.StreamEncoder, every time.Duration) *pinger {
-	p := &pinger{enc: enc, every: every}
+func newPinger(enc *wire.StreamEncoder, sw *inbound.SSEWriter, every time.Duration) *pinger {
+	p := &pinger{enc: enc, sw: sw, every: every}
 	p.t = time.AfterFunc(every, p.ping)
 	return p
 }
@@ -280,9 +290,16 @@ func (p *pinger) ping() {
 	if p.closed {
 		return
 	}
-	if p.enc.Ping() == nil {
+	if p.enc.Ping() == nil && p.sw.Flush() == nil {
 		p.t.Reset(p.every)
 	}
+}
+
+// flush sends what the handler has written.
+func (p *pinger) flush() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sw.Flush()
 }
 
 // encode writes ev's frames and restarts the silence.
@@ -347,7 +364,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		held = append(held, ev)
 		prefix = ev.Seq - 1
 	}
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix, nil)
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the upstream's count
