@@ -128,10 +128,19 @@ func (b *Breaker) Middleware() endpoint.Middleware {
 	}
 }
 
+// ErrBreakerOpen marks the error of a call an open breaker refused: it
+// never reached the upstream.
+var ErrBreakerOpen = errors.New("circuit breaker open")
+
 func (b *Breaker) openError() error {
-	return &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: b.retryAfter(),
-		Message: "upstream " + b.cb.Name() + " is failing; its circuit breaker is open"}
+	return breakerErr{&bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: b.retryAfter(),
+		Message: "upstream " + b.cb.Name() + " is failing; its circuit breaker is open"}}
 }
+
+type breakerErr struct{ err *bridge.Error }
+
+func (e breakerErr) Error() string   { return e.err.Error() }
+func (e breakerErr) Unwrap() []error { return []error{e.err, ErrBreakerOpen} }
 
 // execution is one call through the breaker. Its goroutine (inside
 // gobreaker's Execute) opens the call and hands it over on ch (unbuffered,

@@ -1,0 +1,256 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// IDMap is the part of the store a Fallback uses to carry tool-call ids
+// from the primary's id space into a fallback's (bridge.Store has it).
+type IDMap interface {
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+	LocalID(ctx context.Context, kind bridge.IDKind, scope, remote string) (string, error)
+}
+
+// FallbackConfig configures a Fallback. The zero value of each field means
+// none: no id map (ids go to a fallback as the primary knows them), no log,
+// no hook.
+type FallbackConfig struct {
+	IDs    IDMap
+	Logger *slog.Logger
+	// Idempotent, when set, says whether a call to up may be made again
+	// elsewhere after up answered with an error (as Retry's idempotent):
+	// when false (an agent, which may have started the work), only a call
+	// that never reached up (its breaker open, a connect error) or that up
+	// refused with a 429 goes on to a fallback. Nil: every upstream is.
+	Idempotent func(up bridge.Upstream) bool
+	// OnFallback, when set, is told of each fallback taken: from failed
+	// before answering with err, and to is tried next (for metrics and the
+	// run's span; ctx is the call's).
+	OnFallback func(ctx context.Context, from, to bridge.Upstream, err error)
+}
+
+// Fallback is an upstream with fallbacks: Open calls the primary, and when
+// it fails before answering by the upstream's fault (its breaker is open, a
+// connect error, a timeout before the first byte, a 5xx or a 429, after its
+// own retries: bridge.Error.Retryable; for an upstream that is not
+// idempotent, only the breaker, a connect error or a 429, see
+// FallbackConfig.Idempotent), calls the next fallback in order,
+// each the wrapped upstream of its own configuration (its own breaker and
+// retries). A failure that is the client's (a 4xx for its request) or the
+// client's cancel stops the chain, and so does a call that has answered:
+// a stream that fails after its first byte is never replayed elsewhere.
+//
+// When every upstream failed by its fault, Open returns the primary's error
+// (the route's upstream, with its Retry-After); when a fallback refused the
+// request as the client's fault, that refusal.
+//
+// The Call a Fallback returns names the upstream that serves it in
+// Call.Upstream and Call.Dialect, so the run records it, and carries that
+// upstream's own Cancel and Steer. Name, Dialect and the optional
+// interfaces are the primary's: the engine maps tool-call ids under the
+// primary's name, and Fallback carries them into a fallback's id space
+// (through FallbackConfig.IDs and the fallback's ToolCallMinter). Unwrap
+// gives the primary, so a Resumer found through it is the primary's: a run
+// a fallback served is not resumed after a crash (its recorded upstream is
+// not the route's), and is closed as interrupted.
+//
+// Safe for concurrent use.
+type Fallback struct {
+	primary bridge.Upstream
+	next    []bridge.Upstream
+	cfg     FallbackConfig
+	log     *slog.Logger
+}
+
+// NewFallback returns primary with fallbacks, tried in order. Each is
+// usually outbound.Wrap'd with its own breaker and retries. Without
+// fallbacks it returns primary.
+func NewFallback(primary bridge.Upstream, fallbacks []bridge.Upstream, cfg FallbackConfig) bridge.Upstream {
+	if len(fallbacks) == 0 {
+		return primary
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &Fallback{primary: primary, next: slices.Clone(fallbacks), cfg: cfg, log: log}
+	if m, ok := primary.(bridge.ToolCallMinter); ok {
+		return &fallbackMinter{Fallback: f, m: m}
+	}
+	return f
+}
+
+// Name is the primary's.
+func (f *Fallback) Name() string { return f.primary.Name() }
+
+// Dialect is the primary's.
+func (f *Fallback) Dialect() string { return f.primary.Dialect() }
+
+// Unwrap returns the primary.
+func (f *Fallback) Unwrap() bridge.Upstream { return f.primary }
+
+// Fallbacks returns the fallbacks, in order.
+func (f *Fallback) Fallbacks() []bridge.Upstream { return slices.Clone(f.next) }
+
+// Open implements bridge.Upstream.
+func (f *Fallback) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	call, err := f.primary.Open(ctx, f.primaryRequest(req))
+	if err == nil {
+		return served(call, f.primary), nil
+	}
+	first, from := err, f.primary
+	for _, up := range f.next {
+		if ctx.Err() != nil || !f.fallible(from, err) {
+			return nil, err
+		}
+		be := bridge.AsError(err)
+		f.log.Warn("upstream failed before answering; trying a fallback", "upstream", from.Name(), "fallback", up.Name(),
+			"code", string(be.Code), "status", be.Status, "err", be.Message)
+		if f.cfg.OnFallback != nil {
+			f.cfg.OnFallback(ctx, from, up, err)
+		}
+		call, err = up.Open(ctx, f.fallbackRequest(ctx, req, up))
+		if err == nil {
+			f.log.Info("fallback upstream serves the call", "upstream", f.primary.Name(), "fallback", up.Name())
+			return served(call, up), nil
+		}
+		from = up
+	}
+	if ctx.Err() == nil && f.fallible(from, err) {
+		return nil, first
+	}
+	return nil, err
+}
+
+// fallible reports whether up's failure err lets the call go on to a
+// fallback.
+func (f *Fallback) fallible(up bridge.Upstream, err error) bool {
+	if !upstreamFault(err) {
+		return false
+	}
+	if f.cfg.Idempotent == nil || f.cfg.Idempotent(up) {
+		return true
+	}
+	return errors.Is(err, ErrBreakerOpen) || errors.Is(err, ErrConnect) || bridge.AsError(err).Status == 429
+}
+
+// served names up in call as the upstream that serves it.
+func served(call *bridge.Call, up bridge.Upstream) *bridge.Call {
+	call.Upstream, call.Dialect = up.Name(), up.Dialect()
+	return call
+}
+
+// upstreamFault reports whether err is the upstream's fault, one a
+// fallback may do better on: the breaker's and retries' classification.
+func upstreamFault(err error) bool {
+	if errors.Is(err, ErrConnect) {
+		return true
+	}
+	var be *bridge.Error
+	return errors.As(err, &be) && be.Retryable()
+}
+
+// primaryRequest is req for the primary. The engine mapped its tool-call
+// ids under the primary's name; an id a fallback minted was recorded there
+// as it is, so a primary that mints its own (Anthropic) is asked again for
+// each id it would not take.
+func (f *Fallback) primaryRequest(req *bridge.Request) *bridge.Request {
+	m, ok := f.primary.(bridge.ToolCallMinter)
+	if !ok {
+		return req
+	}
+	return remapToolCallIDs(req, m.MintToolCallID)
+}
+
+// fallbackRequest is req for the fallback up: its tool-call ids, which the
+// engine mapped into the primary's space, go back to the local ids and
+// then into up's (the id up knows, or one it mints, recorded).
+func (f *Fallback) fallbackRequest(ctx context.Context, req *bridge.Request, up bridge.Upstream) *bridge.Request {
+	ids := f.cfg.IDs
+	minter, _ := up.(bridge.ToolCallMinter)
+	if ids == nil && minter == nil {
+		return req
+	}
+	return remapToolCallIDs(req, func(id string) string {
+		local := id
+		if ids != nil {
+			if l, err := ids.LocalID(ctx, bridge.IDToolCall, f.primary.Name(), id); err == nil {
+				local = l
+			}
+			if r, err := ids.RemoteID(ctx, bridge.IDToolCall, up.Name(), local); err == nil {
+				return r
+			}
+		}
+		if minter == nil {
+			return local
+		}
+		r := minter.MintToolCallID(local)
+		if ids != nil {
+			_ = ids.PutID(ctx, bridge.IDMapping{Kind: bridge.IDToolCall, Scope: up.Name(), Local: local, Remote: r})
+		}
+		return r
+	})
+}
+
+// remapToolCallIDs returns req with each tool-call id of its messages
+// replaced by remote(id), the same id always by the same one within the
+// request; req itself when nothing changes.
+func remapToolCallIDs(req *bridge.Request, remote func(string) string) *bridge.Request {
+	var cache map[string]string
+	get := func(id string) string {
+		if id == "" {
+			return ""
+		}
+		r, ok := cache[id]
+		if !ok {
+			if cache == nil {
+				cache = map[string]string{}
+			}
+			r = remote(id)
+			cache[id] = r
+		}
+		return r
+	}
+	var msgs []bridge.Message
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		changed := m.ToolCallID != "" && get(m.ToolCallID) != m.ToolCallID
+		for _, c := range m.ToolCalls {
+			changed = changed || (c.ID != "" && get(c.ID) != c.ID)
+		}
+		if !changed {
+			continue
+		}
+		if msgs == nil {
+			msgs = slices.Clone(req.Messages)
+		}
+		c := &msgs[i]
+		if len(c.ToolCalls) > 0 {
+			c.ToolCalls = slices.Clone(c.ToolCalls)
+			for j := range c.ToolCalls {
+				c.ToolCalls[j].ID = get(c.ToolCalls[j].ID)
+			}
+		}
+		c.ToolCallID = get(c.ToolCallID)
+	}
+	if msgs == nil {
+		return req
+	}
+	r := *req
+	r.Messages = msgs
+	return &r
+}
+
+type fallbackMinter struct {
+	*Fallback
+	m bridge.ToolCallMinter
+}
+
+// MintToolCallID is the primary's.
+func (f *fallbackMinter) MintToolCallID(local string) string { return f.m.MintToolCallID(local) }

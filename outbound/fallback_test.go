@@ -1,0 +1,272 @@
+package outbound_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
+	"github.com/bridge-dev/bridge/outbound"
+)
+
+// taken records the fallbacks a Fallback reports.
+type taken struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (tk *taken) hook(_ context.Context, from, to bridge.Upstream, err error) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	tk.got = append(tk.got, from.Name()+">"+to.Name()+":"+string(bridge.ErrorCode(err)))
+}
+
+func TestFallback(t *testing.T) {
+	connect := outbound.ConnectError("p", false)
+	e500 := &bridge.Error{Code: bridge.CodeUpstream, Status: 500, Message: "boom"}
+	e400 := &bridge.Error{Code: bridge.CodeInvalid, Status: 400, Message: "bad request"}
+	e429 := &bridge.Error{Code: bridge.CodeRateLimited, Status: 429, Message: "slow down"}
+	timeout := &bridge.Error{Code: bridge.CodeTimeout, Message: "first byte timeout"}
+	tests := []struct {
+		name       string
+		errs       []error // Open's error of the primary, then each fallback (nil: answers)
+		wantServed string  // the upstream named in the call, "" for an error
+		wantErr    error
+		wantCalls  []int // Opens per upstream
+		wantTaken  []string
+	}{
+		{"primary answers", []error{nil, nil}, "p", nil, []int{1, 0}, nil},
+		{"connect error", []error{connect, nil}, "f1", nil, []int{1, 1}, []string{"p>f1:upstream"}},
+		{"500", []error{e500, nil}, "f1", nil, []int{1, 1}, []string{"p>f1:upstream"}},
+		{"429", []error{e429, nil}, "f1", nil, []int{1, 1}, []string{"p>f1:rate_limited"}},
+		{"timeout before the first byte", []error{timeout, nil}, "f1", nil, []int{1, 1}, []string{"p>f1:timeout"}},
+		{"400 is the client's", []error{e400, nil}, "", e400, []int{1, 0}, nil},
+		{"second fallback", []error{connect, e500, nil}, "f2", nil, []int{1, 1, 1}, []string{"p>f1:upstream", "f1>f2:upstream"}},
+		{"all fail: the primary's error", []error{connect, e500, e429}, "", connect, []int{1, 1, 1}, []string{"p>f1:upstream", "f1>f2:upstream"}},
+		{"a fallback's 400 stops the chain", []error{e500, e400, nil}, "", e400, []int{1, 1, 0}, []string{"p>f1:upstream"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names := []string{"p", "f1", "f2"}
+			ups := make([]*bridgetest.Upstream, len(tt.errs))
+			var fbs []bridge.Upstream
+			for i, err := range tt.errs {
+				ups[i] = &bridgetest.Upstream{UpName: names[i], UpDialect: "d" + names[i], OpenErr: err, Events: bridgetest.TextEvents("hi")}
+				if i > 0 {
+					fbs = append(fbs, ups[i])
+				}
+			}
+			tk := &taken{}
+			u := outbound.NewFallback(ups[0], fbs, outbound.FallbackConfig{OnFallback: tk.hook})
+			if u.Name() != "p" || u.Dialect() != "dp" {
+				t.Errorf("Name, Dialect = %s, %s; want the primary's", u.Name(), u.Dialect())
+			}
+			call, err := u.Open(t.Context(), &bridge.Request{Model: "m"})
+			if tt.wantErr != nil {
+				if err != tt.wantErr {
+					t.Errorf("err = %v, want %v", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Open: %v", err)
+			} else if call.Upstream != tt.wantServed || call.Dialect != "d"+tt.wantServed {
+				t.Errorf("call served by %q (%q), want %q", call.Upstream, call.Dialect, tt.wantServed)
+			}
+			var calls []int
+			for _, up := range ups {
+				calls = append(calls, len(up.Requests()))
+			}
+			if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+				t.Errorf("Opens per upstream (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantTaken, tk.got); diff != "" {
+				t.Errorf("fallbacks taken (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFallbackBreakerOpen: with the primary's breaker open the fallback
+// serves at once, and the primary is not touched.
+func TestFallbackBreakerOpen(t *testing.T) {
+	primary := &flaky{Upstream: bridgetest.Upstream{UpName: "p"}, n: 1000, err: &bridge.Error{Code: bridge.CodeUpstream, Status: 502}}
+	b := outbound.NewBreaker("p", outbound.BreakerConfig{Failures: 2, OpenFor: time.Minute}, nil, nil)
+	fb := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+	u := outbound.NewFallback(outbound.Wrap(primary, b.Middleware()), []bridge.Upstream{fb}, outbound.FallbackConfig{})
+	for range 4 {
+		call, err := u.Open(t.Context(), &bridge.Request{Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if call.Upstream != "f" {
+			t.Fatalf("served by %q", call.Upstream)
+		}
+		drain(call)
+	}
+	if n := len(primary.Requests()); n != 2 {
+		t.Errorf("the primary was called %d times; its breaker opens after 2", n)
+	}
+}
+
+// TestFallbackCancelled: a call the client cancelled tries no fallback.
+func TestFallbackCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	p := &bridgetest.Upstream{UpName: "p", OpenErr: outbound.ConnectError("p", false)}
+	f := &bridgetest.Upstream{UpName: "f"}
+	_, err := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{}).Open(ctx, &bridge.Request{Model: "m"})
+	if err == nil || len(f.Requests()) != 0 {
+		t.Errorf("err %v, %d fallback calls; want the error and none", err, len(f.Requests()))
+	}
+}
+
+// TestFallbackMidStreamIsNotRetried: a stream that fails after it began
+// fails the call; no fallback is tried.
+func TestFallbackMidStreamIsNotRetried(t *testing.T) {
+	p := &streamUpstream{Upstream: bridgetest.Upstream{UpName: "p"}, ends: []string{"cut"}}
+	f := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+	call, err := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{}).Open(t.Context(), &bridge.Request{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(call); err == nil {
+		t.Error("the cut stream ended without its error")
+	}
+	if n := len(f.Requests()); n != 0 {
+		t.Errorf("%d fallback calls after the stream began", n)
+	}
+}
+
+// minting is an upstream that mints its own tool-call ids.
+type minting struct{ bridgetest.Upstream }
+
+func (m *minting) MintToolCallID(local string) string { return "m_" + local }
+
+// memIDs is an in-memory IDMap.
+type memIDs struct {
+	mu sync.Mutex
+	m  map[[3]string]string
+}
+
+func (s *memIDs) PutID(_ context.Context, m bridge.IDMapping) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[[3]string]string{}
+	}
+	s.m[[3]string{string(m.Kind), m.Scope, m.Local}] = m.Remote
+	return nil
+}
+
+func (s *memIDs) RemoteID(_ context.Context, kind bridge.IDKind, scope, local string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m[[3]string{string(kind), scope, local}]; ok {
+		return r, nil
+	}
+	return "", bridge.Errorf(bridge.CodeNotFound, "no id")
+}
+
+func (s *memIDs) LocalID(_ context.Context, kind bridge.IDKind, scope, remote string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, r := range s.m {
+		if k[0] == string(kind) && k[1] == scope && r == remote {
+			return k[2], nil
+		}
+	}
+	return "", bridge.Errorf(bridge.CodeNotFound, "no id")
+}
+
+// TestFallbackToolCallIDs: a fallback gets the tool-call ids of its own id
+// space: the primary's remote ids go back to the local ones, then to the
+// ids the fallback minted (recorded for the next turn).
+func TestFallbackToolCallIDs(t *testing.T) {
+	ids := &memIDs{}
+	ctx := t.Context()
+	_ = ids.PutID(ctx, bridge.IDMapping{Kind: bridge.IDToolCall, Scope: "p", Local: "call_1", Remote: "p_1"})
+	p := &bridgetest.Upstream{UpName: "p", OpenErr: outbound.ConnectError("p", false)}
+	f := &minting{bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}}
+	u := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{IDs: ids})
+	req := &bridge.Request{Model: "m", Messages: []bridge.Message{
+		{Role: bridge.RoleUser, Parts: []bridge.Part{{Type: bridge.PartText, Text: "weather?"}}},
+		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: "p_1", Name: "get"}}},
+		{Role: bridge.RoleTool, ToolCallID: "p_1"},
+	}}
+	if _, err := u.Open(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := f.Requests()[0].Messages
+	if got[1].ToolCalls[0].ID != "m_call_1" || got[2].ToolCallID != "m_call_1" {
+		t.Errorf("fallback got ids %q and %q, want m_call_1", got[1].ToolCalls[0].ID, got[2].ToolCallID)
+	}
+	if req.Messages[1].ToolCalls[0].ID != "p_1" {
+		t.Error("the caller's request was changed")
+	}
+	if r, _ := ids.RemoteID(ctx, bridge.IDToolCall, "f", "call_1"); r != "m_call_1" {
+		t.Errorf("the minted id is not recorded: %q", r)
+	}
+	if got := p.Requests()[0].Messages[1].ToolCalls[0].ID; got != "p_1" {
+		t.Errorf("primary got %q, want its own id p_1", got)
+	}
+}
+
+// TestFallbackKeepsThePrimarysInterfaces: the minter, Unwrap (and so the
+// Resumer) are the primary's.
+func TestFallbackKeepsThePrimarysInterfaces(t *testing.T) {
+	p := &minting{bridgetest.Upstream{UpName: "p"}}
+	u := outbound.NewFallback(outbound.Wrap(p, outbound.Retry(outbound.RetryConfig{}, true)), []bridge.Upstream{&bridgetest.Upstream{UpName: "f"}}, outbound.FallbackConfig{})
+	m, ok := u.(bridge.ToolCallMinter)
+	if !ok || m.MintToolCallID("x") != "m_x" {
+		t.Error("the primary's ToolCallMinter is hidden")
+	}
+	uw, ok := u.(interface{ Unwrap() bridge.Upstream })
+	if !ok || uw.Unwrap().Name() != "p" {
+		t.Error("Unwrap does not give the primary")
+	}
+	if f := outbound.NewFallback(p, nil, outbound.FallbackConfig{}); f != bridge.Upstream(p) {
+		t.Error("without fallbacks NewFallback should return the primary")
+	}
+}
+
+// TestFallbackAgentPrimary: an upstream that may have started the work
+// (not idempotent) goes on to a fallback only when the call never reached
+// it or it refused with a 429.
+func TestFallbackAgentPrimary(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connect error", outbound.ConnectError("p", false), true},
+		{"429", &bridge.Error{Code: bridge.CodeRateLimited, Status: 429}, true},
+		{"500", &bridge.Error{Code: bridge.CodeUpstream, Status: 500}, false},
+		{"timeout before the first byte", &bridge.Error{Code: bridge.CodeTimeout}, false},
+	}
+	notIdempotent := func(bridge.Upstream) bool { return false }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &bridgetest.Upstream{UpName: "p", OpenErr: tt.err}
+			f := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+			_, err := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{Idempotent: notIdempotent}).Open(t.Context(), &bridge.Request{Model: "m"})
+			if got := len(f.Requests()) == 1; got != tt.want || (err == nil) != tt.want {
+				t.Errorf("fallback taken = %v (err %v), want %v", got, err, tt.want)
+			}
+		})
+	}
+	t.Run("breaker open", func(t *testing.T) {
+		p := &flaky{Upstream: bridgetest.Upstream{UpName: "p"}, n: 1000, err: &bridge.Error{Code: bridge.CodeUpstream, Status: 500}}
+		b := outbound.NewBreaker("p", outbound.BreakerConfig{Failures: 1, OpenFor: time.Minute}, nil, nil)
+		f := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+		u := outbound.NewFallback(outbound.Wrap(p, b.Middleware()), []bridge.Upstream{f}, outbound.FallbackConfig{Idempotent: notIdempotent})
+		if _, err := u.Open(t.Context(), &bridge.Request{Model: "m"}); err == nil {
+			t.Fatal("a 500 of an agent went on to the fallback")
+		}
+		if _, err := u.Open(t.Context(), &bridge.Request{Model: "m"}); err != nil || len(f.Requests()) != 1 {
+			t.Errorf("with the breaker open: err %v, %d fallback calls", err, len(f.Requests()))
+		}
+	})
+}
