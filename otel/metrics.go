@@ -18,6 +18,7 @@ const (
 	MetricUpstreamErrs  = "bridge.upstream.errors"
 	MetricBreakerChange = "bridge.breaker.state_changes"
 	MetricBreakerState  = "bridge.breaker.state"
+	MetricFallbacks     = "bridge.upstream.fallbacks"
 )
 
 // Metric attribute keys.
@@ -44,6 +45,8 @@ type instruments struct {
 	upErrs   metric.Int64Counter
 	brChange metric.Int64Counter
 	brState  metric.Int64Gauge
+	// fallbacks counts fallbacks taken (see Telemetry.OnFallback).
+	fallbacks metric.Int64Counter
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
@@ -80,6 +83,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	in.brState, err = m.Int64Gauge(MetricBreakerState, metric.WithUnit("{state}"),
 		metric.WithDescription("Circuit breaker state by upstream: 0 closed, 1 half-open, 2 open."))
+	add(err)
+	in.fallbacks, err = m.Int64Counter(MetricFallbacks, metric.WithUnit("{fallback}"),
+		metric.WithDescription("Upstream calls that failed before answering and went on to a fallback, by upstream, fallback and error code."))
 	add(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("otel: metric instruments: %v", errs)
