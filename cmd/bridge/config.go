@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,12 @@ type Upstream struct {
 	// the new messages (default: the whole transcript, store false).
 	Stateful bool `yaml:"stateful"`
 
+	// Fallbacks name other configured upstreams (of any dialect) tried in
+	// order when this one fails before answering by its fault (breaker
+	// open, connect error, timeout before the first byte, 5xx, 429); each
+	// brings its own fallbacks after it. See outbound.Fallback.
+	Fallbacks []string `yaml:"fallbacks"`
+
 	// Breaker, Retry and Timeouts tune reliability; zero values are the
 	// defaults (outbound.BreakerConfig, RetryConfig, Timeouts).
 	Breaker  outbound.BreakerConfig `yaml:"breaker"`
@@ -176,8 +183,91 @@ func (c *Config) validate() error {
 			return fmt.Errorf("upstream %s: unknown profile %q (want a2a or adk)", u.Name, u.Profile)
 		}
 	}
+	if err := c.validateFallbacks(); err != nil {
+		return err
+	}
 	if c.Retention <= 0 {
 		return fmt.Errorf("retention must be positive")
 	}
 	return nil
+}
+
+// validateFallbacks checks that each fallback names another configured
+// upstream, once, and that no chain of fallbacks leads back to where it
+// began.
+func (c *Config) validateFallbacks() error {
+	byName := map[string]*Upstream{}
+	for i := range c.Upstreams {
+		byName[c.Upstreams[i].Name] = &c.Upstreams[i]
+	}
+	for _, u := range c.Upstreams {
+		seen := map[string]bool{}
+		for _, f := range u.Fallbacks {
+			switch {
+			case f == u.Name:
+				return fmt.Errorf("upstream %s: fallbacks: it cannot be its own fallback", u.Name)
+			case byName[f] == nil:
+				return fmt.Errorf("upstream %s: fallbacks: %q is not a configured upstream", u.Name, f)
+			case seen[f]:
+				return fmt.Errorf("upstream %s: fallbacks: %q is listed twice", u.Name, f)
+			}
+			seen[f] = true
+		}
+	}
+	// A depth-first walk: a fallback met again on the current path is a cycle.
+	const (
+		unvisited = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(name string) error
+	visit = func(name string) error {
+		switch state[name] {
+		case onPath:
+			i := slices.Index(path, name)
+			return fmt.Errorf("upstream %s: fallbacks form a cycle: %s", name, strings.Join(append(path[i:], name), " -> "))
+		case done:
+			return nil
+		}
+		state[name] = onPath
+		path = append(path, name)
+		for _, f := range byName[name].Fallbacks {
+			if err := visit(f); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = done
+		return nil
+	}
+	for _, u := range c.Upstreams {
+		if err := visit(u.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fallbackChain lists the upstreams tried after the one named name, in
+// order: each fallback, then its own fallbacks, each upstream once. The
+// config has been validated (no cycles).
+func (c *Config) fallbackChain(name string) []string {
+	byName := map[string]*Upstream{}
+	for i := range c.Upstreams {
+		byName[c.Upstreams[i].Name] = &c.Upstreams[i]
+	}
+	var out []string
+	var add func(n string)
+	add = func(n string) {
+		for _, f := range byName[n].Fallbacks {
+			if f != name && !slices.Contains(out, f) {
+				out = append(out, f)
+				add(f)
+			}
+		}
+	}
+	add(name)
+	return out
 }

@@ -99,6 +99,26 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			counters[u.Name] = c
 		}
 	}
+	// Fallbacks: a route's upstream tries the wrapped upstreams its chain
+	// names (each behind its own breaker and retries) when it fails before
+	// answering.
+	upByName := map[string]bridge.Upstream{}
+	for i, u := range cfg.Upstreams {
+		upByName[u.Name] = rt.upstreams[i].up
+	}
+	for i, u := range cfg.Upstreams {
+		chain := cfg.fallbackChain(u.Name)
+		if len(chain) == 0 {
+			continue
+		}
+		fbs := make([]bridge.Upstream, len(chain))
+		for j, n := range chain {
+			fbs[j] = upByName[n]
+		}
+		rt.upstreams[i].up = outbound.NewFallback(upByName[u.Name], fbs, outbound.FallbackConfig{IDs: store, Logger: log,
+			Idempotent: func(up bridge.Upstream) bool { return idempotent(up.Dialect()) }, OnFallback: tel.OnFallback})
+		log.Info("upstream fallbacks", "upstream", u.Name, "fallbacks", strings.Join(chain, ","))
+	}
 	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
 		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal})
 	if err != nil {
