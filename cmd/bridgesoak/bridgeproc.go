@@ -187,6 +187,25 @@ func (p *bridgeProc) memory() (peak, now int64, err error) {
 	return peak, now, nil
 }
 
+// cpu reads the CPU time the process has used (user and system).
+func (p *bridgeProc) cpu() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid()) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command, which is in parentheses: state is the
+	// first, utime and stime the 12th and 13th (clock ticks, 100 a second
+	// on Linux).
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, errors.New("short /proc/<pid>/stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
 // logSize is the log's current length: a mark for goroutinesAfter.
 func (p *bridgeProc) logSize() int64 {
 	fi, err := os.Stat(p.log)

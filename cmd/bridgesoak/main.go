@@ -96,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&opt.chunksMax, "chunks-max", opt.chunksMax, "most content chunks of a stream")
 	fs.DurationVar(&opt.paceMin, "pace-min", opt.paceMin, "shortest pause of the upstream before a content chunk")
 	fs.DurationVar(&opt.paceMax, "pace-max", opt.paceMax, "longest pause of the upstream before a content chunk")
-	fs.IntVar(&opt.failEvery, "fail-every", opt.failEvery, "one stream in this many fails upstream half-way (20: 5%; 0: none)")
+	fs.IntVar(&opt.failEvery, "fail-every", opt.failEvery, "one stream in this many fails upstream half-way (20: 5%; 1: all, which opens the breaker; 0: none)")
 	fs.IntVar(&opt.warmup, "warmup", opt.warmup, "streams before the goroutine baseline")
 	fs.BoolVar(&opt.crash, "crash", false, "SIGKILL the bridge during the load, restart it on the same file, and check the file")
 	fs.DurationVar(&opt.crashAfter, "crash-after", 0, "when the SIGKILL comes, from the start of the load (0: half --duration)")
@@ -130,8 +130,8 @@ func (o options) validate() error {
 		return errors.New("--chunks-min, --chunks-max: want 2 <= min <= max <= 10000")
 	case o.paceMin < 0 || o.paceMax < o.paceMin || o.paceMax > 10*time.Second:
 		return errors.New("--pace-min, --pace-max: want 0 <= min <= max <= 10s")
-	case o.failEvery < 0 || o.failEvery == 1:
-		return errors.New("--fail-every: want 0 or 2 and more")
+	case o.failEvery < 0:
+		return errors.New("--fail-every: want 0 or more")
 	case o.warmup < 0 || o.warmup > 10_000:
 		return errors.New("--warmup: want 0 to 10000")
 	case o.crash && (o.crashAfter <= 0 || o.crashAfter >= o.duration):

@@ -147,3 +147,28 @@ func TestGoroutineCount(t *testing.T) {
 		t.Errorf("gdumps = %+v, want one complete trace of 3 goroutines (G1, G4 scanning, G5)", ds)
 	}
 }
+
+// TestSoakBreakerOpens is the control of the breaker check: when every
+// upstream stream fails half-way, the breaker opens (after 5 in a row) and
+// the soak says so.
+func TestSoakBreakerOpens(t *testing.T) {
+	opt := shortSoak(t)
+	opt.concurrency, opt.duration, opt.failEvery, opt.warmup, opt.gtrace = 1, time.Second, 1, 0, 0
+	var log bytes.Buffer
+	res, err := soak(t.Context(), opt, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	res.print(&table)
+	if res.breakerChanges == 0 || res.breakerLogLines == 0 || len(res.failures) == 0 {
+		t.Errorf("every stream failed, yet the breaker changed state %v times (metric), %d (log); failures %q",
+			res.breakerChanges, res.breakerLogLines, res.failures)
+	}
+	if res.byOutcome[clientRefused] == 0 {
+		t.Errorf("no stream was refused by the open breaker")
+	}
+	if t.Failed() {
+		t.Logf("\n%s%s", log.String(), table.String())
+	}
+}

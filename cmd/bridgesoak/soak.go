@@ -36,6 +36,7 @@ type result struct {
 	goroutinesBefore, goroutinesPeak, goroutinesAfter int
 	goroutineNote                                     string
 	peakRSS, rssAfter                                 int64
+	cpuLoad                                           time.Duration // the bridge's CPU time during the load
 
 	breakerChanges  float64
 	breakerLogLines int
@@ -154,6 +155,7 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 		res.goroutinesBefore = n
 	}
 	loadMark := p.logSize()
+	cpuBefore, _ := p.cpu()
 
 	// The load.
 	logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, addr, map[bool]string{true: ", SIGKILL at " + opt.crashAfter.String()}[opt.crash])
@@ -182,6 +184,9 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 			}
 			if peak, _, err := p.memory(); err == nil {
 				res.peakRSS = peak
+			}
+			if c, err := p.cpu(); err == nil {
+				res.cpuLoad = c - cpuBefore
 			}
 			stopping.Store(true)
 			mu.Lock()
@@ -222,6 +227,9 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	slices.SortFunc(load, func(a, b *streamRecord) int { return int(a.script.id - b.script.id) })
 
 	if !opt.crash {
+		if c, err := p.cpu(); err == nil {
+			res.cpuLoad = c - cpuBefore
+		}
 		res.afterLoad(ctx, p, cl, up, loadMark)
 		if err := p.stop(40 * time.Second); err != nil {
 			res.exit = err.Error()
@@ -568,6 +576,7 @@ func (r *result) print(w io.Writer) {
 	if len(r.errCodes) > 0 {
 		row("error frames by code", "%s", fmtCounts(r.errCodes))
 	}
+	row("bridge CPU during the load", "%.1f s (%.0f%% of one core)", r.cpuLoad.Seconds(), 100*r.cpuLoad.Seconds()/max(r.loadTime.Seconds(), 1e-9))
 	row("time to first content", "%s", r.ttfc)
 	row("stream duration", "%s", r.duration)
 	row("upstream requests", "%d", r.upstreamRequests)
