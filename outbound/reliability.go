@@ -168,9 +168,9 @@ func (x *execution) run(ctx context.Context, next endpoint.Endpoint) error {
 		x.ch <- nil
 		return nil
 	}
-	w := *call
-	w.Events = x.watch(ctx, call.Events)
-	x.resp = &w
+	// In place, not a copy: a call may add to its Dropped while it streams.
+	call.Events = x.watch(ctx, call.Events)
+	x.resp = call
 	x.ch <- nil
 	select {
 	case err := <-x.ch:
