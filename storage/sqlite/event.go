@@ -101,7 +101,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 // s.buf, so it must run under wsem.
 func (s *Store) appendEvent(ctx context.Context, st *sql.Stmt, e *bridge.Event) error {
 	s.buf.Reset()
-	if err := s.enc.Encode(e); err != nil {
+	if err := s.enc.Encode(s.payloadOf(e)); err != nil {
 		return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
 	}
 	p := s.buf.Bytes()
@@ -119,6 +119,16 @@ func (s *Store) appendEvent(ctx context.Context, st *sql.Stmt, e *bridge.Event) 
 	return nil
 }
 
+// payloadOf is what an event's payload column holds: the event without its
+// run id, seq and time, which have columns of their own (Events sets them
+// from those). A third of a delta's bytes, and the time's formatting. It
+// uses the scratch state of s, so it must run under wsem.
+func (s *Store) payloadOf(e *bridge.Event) *bridge.Event {
+	s.payload = *e
+	s.payload.RunID, s.payload.Seq, s.payload.Time = "", 0, time.Time{}
+	return &s.payload
+}
+
 // eventChunk is how many events one insertEvents statement writes.
 const eventChunk = 16
 
@@ -128,7 +138,7 @@ func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []bri
 	s.buf.Reset()
 	s.ends = s.ends[:0]
 	for i := range evs {
-		if err := s.enc.Encode(&evs[i]); err != nil {
+		if err := s.enc.Encode(s.payloadOf(&evs[i])); err != nil {
 			return fmt.Errorf("append event run=%s seq=%d: encode: %w", evs[i].RunID, evs[i].Seq, err)
 		}
 		s.ends = append(s.ends, s.buf.Len()-1)

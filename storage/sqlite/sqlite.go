@@ -71,10 +71,11 @@ type Store struct {
 	insertMessage *sql.Stmt
 
 	// Scratch state of Commit, reused across batches (guarded by wsem).
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	args []any
-	ends []int
+	buf     bytes.Buffer
+	enc     *json.Encoder
+	args    []any
+	ends    []int
+	payload bridge.Event // an event as its payload column holds it
 }
 
 // Open opens (creating it if needed) the database file at path, applies the
