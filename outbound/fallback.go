@@ -159,7 +159,8 @@ func upstreamFault(err error) bool {
 // primaryRequest is req for the primary. The engine mapped its tool-call
 // ids under the primary's name; an id a fallback minted was recorded there
 // as it is, so a primary that mints its own (Anthropic) is asked again for
-// each id it would not take.
+// each id. This needs a minter that keeps an id it takes (Anthropic's
+// does), so its own ids go back unchanged.
 func (f *Fallback) primaryRequest(req *bridge.Request) *bridge.Request {
 	m, ok := f.primary.(bridge.ToolCallMinter)
 	if !ok {

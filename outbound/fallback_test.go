@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,10 +141,16 @@ func TestFallbackMidStreamIsNotRetried(t *testing.T) {
 	}
 }
 
-// minting is an upstream that mints its own tool-call ids.
+// minting is an upstream that mints its own tool-call ids: it takes only
+// ids that begin with m_, and keeps those.
 type minting struct{ bridgetest.Upstream }
 
-func (m *minting) MintToolCallID(local string) string { return "m_" + local }
+func (m *minting) MintToolCallID(local string) string {
+	if strings.HasPrefix(local, "m_") {
+		return local
+	}
+	return "m_" + local
+}
 
 // memIDs is an in-memory IDMap.
 type memIDs struct {
@@ -269,4 +276,25 @@ func TestFallbackAgentPrimary(t *testing.T) {
 			t.Errorf("with the breaker open: err %v, %d fallback calls", err, len(f.Requests()))
 		}
 	})
+}
+
+// TestFallbackPrimaryGetsIDsItTakes: an id a fallback minted reached the
+// primary's id space as it is; a primary that mints its own is asked for
+// each id it would not take, the same one for the call and its result.
+func TestFallbackPrimaryGetsIDsItTakes(t *testing.T) {
+	p := &minting{bridgetest.Upstream{UpName: "p", Events: bridgetest.TextEvents("hi")}}
+	u := outbound.NewFallback(p, []bridge.Upstream{&bridgetest.Upstream{UpName: "f"}}, outbound.FallbackConfig{})
+	req := &bridge.Request{Model: "m", Messages: []bridge.Message{
+		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: "m_own", Name: "a"}, {ID: "call:from/f", Name: "b"}}},
+		{Role: bridge.RoleTool, ToolCallID: "m_own"},
+		{Role: bridge.RoleTool, ToolCallID: "call:from/f"},
+	}}
+	if _, err := u.Open(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := p.Requests()[0].Messages
+	ids := []string{got[0].ToolCalls[0].ID, got[0].ToolCalls[1].ID, got[1].ToolCallID, got[2].ToolCallID}
+	if diff := cmp.Diff([]string{"m_own", "m_call:from/f", "m_own", "m_call:from/f"}, ids); diff != "" {
+		t.Errorf("ids the primary got (-want +got):\n%s", diff)
+	}
 }

@@ -248,3 +248,48 @@ func TestFallbackAllFail(t *testing.T) {
 		t.Errorf("the fallback got %d requests, want 1", n)
 	}
 }
+
+// TestFallbackToolCalls: a tool call the Anthropic fallback made comes
+// back to it, on the client's next turn, with the id it minted.
+func TestFallbackToolCalls(t *testing.T) {
+	fb := anthropictest.New(func(n int, _ []byte) anthropictest.Reply {
+		e := &anthropictest.Events{ID: "msg_1", Model: "claude-test"}
+		if n == 0 {
+			return anthropictest.Reply{Events: e.Start(3, 0, 0).ToolUse("toolu_01abc", "get_weather", `{"city":`, `"Paris"}`).Delta("tool_use", 2).Stop().List()}
+		}
+		return anthropictest.Reply{Events: e.Start(3, 0, 0).Text("sunny").Delta("end_turn", 2).Stop().List()}
+	})
+	t.Cleanup(fb.Close)
+	base := fallbackBridge(t, closedURL(t), fb.URL, outbound.BreakerConfig{})
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	post := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	first := post(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],` + tools + `}`)
+	if !strings.Contains(first, `"toolu_01abc"`) {
+		t.Fatalf("first turn: %s", first)
+	}
+	second := post(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_01abc","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"toolu_01abc","content":"sunny, 21C"}],` + tools + `}`)
+	if !strings.Contains(second, "sunny") {
+		t.Fatalf("second turn: %s", second)
+	}
+	reqs := fb.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d fallback requests, want 2", len(reqs))
+	}
+	if body := string(reqs[1].Body); strings.Count(body, "toolu_01abc") != 2 {
+		t.Errorf("the fallback's second request does not carry its id in the tool_use and the tool_result:\n%s", body)
+	}
+}
