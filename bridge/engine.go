@@ -277,12 +277,15 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 	// A new run (and a fresh session) is created by the writer, in the same
 	// transaction as its run_started event and its input, while the pump
-	// already calls the upstream: the commit overlaps the upstream's first
-	// byte instead of preceding it.
+	// already calls the upstream. The creation waits (hold) until the
+	// upstream has answered, so it is committed while the upstream works
+	// on its first token rather than competing with the request on its
+	// way; at most holdLinger. Start returns once it is committed.
 	var created *pending
 	if prev == nil {
 		created = &pending{lr: lr, ev: Event{Kind: KindRunStarted, Source: SourceBridge},
-			msgs: input, done: make(chan error, 1)}
+			msgs: input, done: make(chan error, 1), hold: true}
+		lr.createHeld = true
 		newRun := *run
 		created.newRun = &newRun
 		if fresh {
@@ -537,6 +540,12 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 	runID := lr.run.ID
 	var final *Final
 	call, err := open()
+	if lr.createHeld {
+		// The upstream answered (or failed): commit the run's creation
+		// now, while it works on its first token.
+		lr.createHeld = false
+		e.queue <- &pending{lr: lr, nudge: true}
+	}
 	if err == nil {
 		lr.setCall(call)
 		defer lr.setCall(nil)

@@ -24,6 +24,7 @@ type liveRun struct {
 	seq    int64 // last seq assigned; guarded by emitMu
 
 	contentSeen bool // the run has emitted an event a client shows; pump only
+	createHeld  bool // the run's creation waits for a nudge; pump only
 
 	mu        sync.Mutex
 	run       *Run    // guarded by mu once the pump started
@@ -251,7 +252,12 @@ type pending struct {
 	// hold marks an event no client shows that comes before the run's first
 	// one that it does (message_started): no one waits for it, so the
 	// writer may keep it up to holdLinger and commit it with that event.
+	// A new run's creation may wait too, until its upstream has answered.
 	hold bool
+	// nudge carries no event: it ends the wait of what holds (the run's
+	// upstream answered, so its creation is committed while the upstream
+	// works on its first token, not while the request is on its way).
+	nudge bool
 }
 
 // writer commits queued events in batches: it takes whatever is queued, up
@@ -315,7 +321,9 @@ func (e *Engine) writer() {
 			errs = e.isolate(batch)
 		}
 		for _, p := range batch {
-			touched[p.lr] = append(touched[p.lr], p.ev)
+			if !p.nudge {
+				touched[p.lr] = append(touched[p.lr], p.ev)
+			}
 		}
 		for lr, evs := range touched {
 			lr.publish(evs, errs[lr])
@@ -356,7 +364,9 @@ func (e *Engine) commit(b *Batch, batch []*pending) error {
 		if p.newRun != nil {
 			b.NewRuns = append(b.NewRuns, p.newRun)
 		}
-		b.Events = append(b.Events, p.ev)
+		if !p.nudge {
+			b.Events = append(b.Events, p.ev)
+		}
 		if p.run != nil {
 			b.Runs = append(b.Runs, p.run)
 		}
