@@ -260,3 +260,21 @@ func TestBreakerNoGoroutineLeak(t *testing.T) {
 		t.Errorf("state = %s", b.State())
 	}
 }
+
+type panicky struct{ bridgetest.Upstream }
+
+func (p *panicky) Open(context.Context, *bridge.Request) (*bridge.Call, error) { panic("boom") }
+
+// TestBreakerOpenPanics: a panic in Open reaches the caller, as it would
+// without the breaker's goroutine.
+func TestBreakerOpenPanics(t *testing.T) {
+	b := outbound.NewBreaker("u", outbound.BreakerConfig{}, nil, nil)
+	u := outbound.Wrap(&panicky{}, b.Middleware())
+	defer func() {
+		if p := recover(); p != "boom" {
+			t.Errorf("recovered %v, want the upstream's panic", p)
+		}
+	}()
+	_, _ = u.Open(t.Context(), &bridge.Request{Model: "m"})
+	t.Error("Open returned")
+}

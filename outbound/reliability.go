@@ -109,6 +109,12 @@ func (b *Breaker) Middleware() endpoint.Middleware {
 			}
 			x := &execution{req: req, ch: make(chan error)}
 			go func() {
+				defer func() {
+					if p := recover(); p != nil { // Open panicked: the caller's to see, as without the goroutine
+						x.panicked = p
+						x.ch <- errPanicked
+					}
+				}()
 				_, err := ep(ctx, x)
 				switch {
 				case !x.handed:
@@ -118,6 +124,9 @@ func (b *Breaker) Middleware() endpoint.Middleware {
 				}
 			}()
 			if err := <-x.ch; err != nil {
+				if err == errPanicked {
+					panic(x.panicked)
+				}
 				if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 					return nil, b.openError()
 				}
@@ -154,7 +163,11 @@ type execution struct {
 	counted bool // set by the goroutine: the outcome came over ch
 	resp    any  // the call handed over, read after the receive
 	sent    bool // set by the ranging goroutine: the outcome went over ch
+	// panicked is what Open panicked with (before the handover).
+	panicked any
 }
+
+var errPanicked = errors.New("upstream open panicked")
 
 func (x *execution) run(ctx context.Context, next endpoint.Endpoint) error {
 	resp, err := next(ctx, x.req)
