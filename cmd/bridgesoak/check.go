@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
 // storedRun is one run of the SQLite file, with what its events say.
@@ -77,8 +77,9 @@ func integrity(ctx context.Context, path string) (string, error) {
 	return strings.Join(out, "; "), rows.Err()
 }
 
-// readStore reads every run and its events. keepSeqs keeps each run's set
-// of seqs (for the crash check).
+// readStore reads every run (its row, read-only) and its events (through
+// the store, as a resume reads them). keepSeqs keeps each run's set of
+// seqs (for the crash check). The bridge must have exited.
 func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, error) {
 	rep := &dbReport{runs: map[string]*storedRun{}, byStatus: map[string]int{}}
 	var err error
@@ -111,64 +112,46 @@ func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, erro
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
 
-	rows, err = db.QueryContext(ctx, `SELECT run_id, seq, kind, payload FROM events ORDER BY run_id, seq`)
+	// The events, through the store's own reader (how a row holds them is
+	// the store's business; what a resume replays is this).
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
+		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			run, kind string
-			seq       int64
-			payload   []byte
-		)
-		if err := rows.Scan(&run, &seq, &kind, &payload); err != nil {
-			return nil, fmt.Errorf("read events: %w", err)
+	defer st.Close()
+	for _, r := range rep.runs {
+		evs, err := st.Events(ctx, r.id, 0, 0)
+		if err != nil {
+			return nil, err
 		}
-		rep.events++
-		r := rep.runs[run]
-		if r == nil {
-			// The schema's foreign key forbids it; say so if it happens.
-			r = &storedRun{id: run, status: "(no run row)"}
-			rep.runs[run] = r
+		for i := range evs {
+			r.add(&evs[i])
+			rep.events++
 		}
-		r.events++
-		if seq != r.maxSeq+1 && r.gap == "" {
-			r.gap = fmt.Sprintf("seq %d after %d", seq, r.maxSeq)
-		}
-		r.maxSeq = seq
-		r.lastKind = kind
-		if r.seqs != nil {
-			r.seqs[seq] = true
-		}
-		switch bridge.Kind(kind) {
-		case bridge.KindTextDelta:
-			var ev struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(payload, &ev); err != nil {
-				return nil, fmt.Errorf("run %s seq %d: %w", run, seq, err)
-			}
-			r.text.WriteString(ev.Text)
-		case bridge.KindFinal:
-			var ev struct {
-				Final *struct {
-					Status string `json:"status"`
-				} `json:"final"`
-			}
-			if err := json.Unmarshal(payload, &ev); err != nil {
-				return nil, fmt.Errorf("run %s seq %d: %w", run, seq, err)
-			}
-			r.finals++
-			if ev.Final != nil {
-				r.final = ev.Final.Status
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
 	}
 	return rep, nil
+}
+
+// add takes the run's next stored event.
+func (r *storedRun) add(e *bridge.Event) {
+	r.events++
+	if e.Seq != r.maxSeq+1 && r.gap == "" {
+		r.gap = fmt.Sprintf("seq %d after %d", e.Seq, r.maxSeq)
+	}
+	r.maxSeq = e.Seq
+	r.lastKind = string(e.Kind)
+	if r.seqs != nil {
+		r.seqs[e.Seq] = true
+	}
+	switch e.Kind {
+	case bridge.KindTextDelta:
+		r.text.WriteString(e.Text)
+	case bridge.KindFinal:
+		r.finals++
+		if e.Final != nil {
+			r.final = string(e.Final.Status)
+		}
+	}
 }
 
 // problems checks one stored run against its script: a final state, seqs

@@ -213,6 +213,12 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 				mu.Lock()
 				load = append(load, rec)
 				mu.Unlock()
+				if rec.outcome == clientRefused {
+					// Refusals come back at once (an open breaker's 503s,
+					// a bridge that is down): pace them, or they flood
+					// the log and the store.
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
 		}()
 	}
