@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +30,7 @@ func builtBridge(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		bridgeBin, buildErr = buildBridge(t.Context(), dir, raceEnabled, os.Stderr)
+		bridgeBin, buildErr = buildBridge(t.Context(), dir, raceEnabled)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -41,7 +41,7 @@ func builtBridge(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if bridgeBin != "" {
-		_ = os.RemoveAll(strings.TrimSuffix(bridgeBin, "/bridge"))
+		_ = os.RemoveAll(filepath.Dir(bridgeBin))
 	}
 	os.Exit(code)
 }

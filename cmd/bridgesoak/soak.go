@@ -98,7 +98,7 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	bin := opt.bridge
 	if bin == "" {
 		logf("building the bridge")
-		if bin, err = buildBridge(ctx, dir, opt.race, logw); err != nil {
+		if bin, err = buildBridge(ctx, dir, opt.race); err != nil {
 			return res, err
 		}
 	}
