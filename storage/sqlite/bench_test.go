@@ -41,3 +41,39 @@ func BenchmarkCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommitRuns commits batches as a busy engine makes them: the
+// deltas of many runs interleaved, a few of each run's per batch.
+func BenchmarkCommitRuns(b *testing.B) {
+	for _, perRun := range []int{1, 2, 8} {
+		const runs = 50
+		b.Run("runs=50/each="+strconv.Itoa(perRun), func(b *testing.B) {
+			ctx := b.Context()
+			s := MustOpen(b, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+			t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			ids := make([]string, runs)
+			for i := range ids {
+				ids[i] = "run_bench_" + strconv.Itoa(i)
+				if err := s.CreateRun(ctx, &bridge.Run{ID: ids[i], Status: bridge.StatusRunning, Created: t0}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			batch := &bridge.Batch{Events: make([]bridge.Event, runs*perRun)}
+			var seq int64
+			b.ReportAllocs()
+			for b.Loop() {
+				for k := range perRun {
+					seq++
+					for i, id := range ids {
+						batch.Events[k*runs+i] = bridge.Event{RunID: id, Seq: seq, Kind: bridge.KindTextDelta, Source: bridge.SourceModel,
+							Text: " token", Time: t0.Add(time.Duration(seq) * time.Microsecond)}
+					}
+				}
+				if err := s.Commit(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(seq*runs)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

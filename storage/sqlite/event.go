@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -29,7 +31,23 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
 		return nil
 	}
-	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, b) })
+	return s.writeThen(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, b) }, func() { s.committed(b) })
+}
+
+// committed notes the runs' last seqs once b is committed: a running run's
+// new end, and an ended run no more.
+func (s *Store) committed(b *bridge.Batch) {
+	if len(s.runEnds) > 1<<16 {
+		clear(s.runEnds) // a bound; the probes refill it
+	}
+	for _, e := range s.newEnds {
+		s.runEnds[e.run] = max(s.runEnds[e.run], e.seq)
+	}
+	for _, r := range b.Runs {
+		if r.Status != bridge.StatusRunning {
+			delete(s.runEnds, r.ID)
+		}
+	}
 }
 
 // commit is Commit's body. It runs under wsem, so it may use the scratch
@@ -54,24 +72,8 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		}
 	}
 	if len(b.Events) > 0 {
-		st := tx.StmtContext(ctx, s.insertEvent)
-		evs := b.Events
-		if len(evs) >= eventChunk {
-			many := tx.StmtContext(ctx, s.insertEvents)
-			for len(evs) >= eventChunk {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if err := s.appendEvents(sctx, many, st, evs[:eventChunk]); err != nil {
-					return err
-				}
-				evs = evs[eventChunk:]
-			}
-		}
-		for i := range evs {
-			if err := s.appendEvent(sctx, st, &evs[i]); err != nil {
-				return err
-			}
+		if err := s.appendAll(ctx, sctx, tx, b.Events); err != nil {
+			return err
 		}
 	}
 	if len(b.Runs) > 0 {
@@ -134,20 +136,19 @@ const eventChunk = 16
 
 // appendEvents inserts eventChunk events with the statement many; when
 // that fails, it inserts them one by one with one, to say which failed.
-func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []bridge.Event) error {
+func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []*bridge.Event) error {
 	s.buf.Reset()
 	s.ends = s.ends[:0]
-	for i := range evs {
-		if err := s.enc.Encode(s.payloadOf(&evs[i])); err != nil {
-			return fmt.Errorf("append event run=%s seq=%d: encode: %w", evs[i].RunID, evs[i].Seq, err)
+	for _, e := range evs {
+		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
+			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
 		}
 		s.ends = append(s.ends, s.buf.Len()-1)
 	}
 	p := s.buf.Bytes()
 	args := s.args[:0]
 	start := 0
-	for i := range evs {
-		e := &evs[i]
+	for i, e := range evs {
 		args = append(args, e.RunID, e.Seq, string(e.Kind), p[start:s.ends[i]], e.UpstreamID, unixNano(e.Time))
 		start = s.ends[i] + 1
 	}
@@ -160,12 +161,188 @@ func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []bri
 	if constraint(err) == 0 {
 		return fmt.Errorf("append events run=%s seq=%d..: %w", evs[0].RunID, evs[0].Seq, err)
 	}
-	for i := range evs {
-		if err := s.appendEvent(ctx, one, &evs[i]); err != nil {
+	for _, e := range evs {
+		if err := s.appendEvent(ctx, one, e); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("append events run=%s seq=%d..: %w", evs[0].RunID, evs[0].Seq, err)
+}
+
+// maxPack bounds the events of one pack row (so a read after a cursor
+// decodes at most this many it skips).
+const maxPack = 256
+
+// packs reports whether an event of kind k may share a row: the deltas,
+// which are most of a stream's events. The others keep a row each.
+func packs(k bridge.Kind) bool {
+	switch k {
+	case bridge.KindTextDelta, bridge.KindReasoningDelta, bridge.KindToolCallDelta:
+		return true
+	}
+	return false
+}
+
+// appendAll inserts evs: each run's consecutive deltas as pack rows, the
+// other events a row each. It first checks, one query per run, that no
+// event of evs is stored already (CodeConflict, naming the lowest such
+// seq). It uses the scratch state of s, so it must run under wsem.
+func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Event) error {
+	clear(s.byRun)
+	s.runOrder = s.runOrder[:0]
+	s.newEnds = s.newEnds[:0]
+	for i := range evs {
+		id := evs[i].RunID
+		if _, ok := s.byRun[id]; !ok {
+			s.runOrder = append(s.runOrder, id)
+		}
+		s.byRun[id] = append(s.byRun[id], &evs[i])
+	}
+	last := tx.StmtContext(ctx, s.lastEvent)
+	s.singles = s.singles[:0]
+	packSt := tx.StmtContext(ctx, s.insertPack)
+	for _, id := range s.runOrder {
+		run := s.byRun[id]
+		if err := s.checkNew(sctx, last, run); err != nil {
+			return err
+		}
+		for i := 0; i < len(run); {
+			j := i + 1
+			for j < len(run) && j-i < maxPack && packs(run[i].Kind) && packs(run[j].Kind) && run[j].Seq == run[j-1].Seq+1 {
+				j++
+			}
+			if j-i == 1 {
+				s.singles = append(s.singles, run[i])
+			} else if err := s.appendPack(sctx, packSt, run[i:j]); err != nil {
+				return err
+			}
+			i = j
+		}
+	}
+	for _, run := range s.byRun {
+		clear(run) // no pointers into evs outlive the commit
+	}
+	singles := s.singles
+	defer func() { clear(s.singles); s.singles = s.singles[:0] }()
+	one := tx.StmtContext(ctx, s.insertEvent)
+	if len(singles) >= eventChunk {
+		many := tx.StmtContext(ctx, s.insertEvents)
+		for len(singles) >= eventChunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.appendEvents(sctx, many, one, singles[:eventChunk]); err != nil {
+				return err
+			}
+			singles = singles[eventChunk:]
+		}
+	}
+	for _, e := range singles {
+		if err := s.appendEvent(sctx, one, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNew fails with CodeConflict when an event of run (one run's events,
+// in batch order) is stored already or twice in run.
+func (s *Store) checkNew(ctx context.Context, last *sql.Stmt, run []*bridge.Event) error {
+	lo, hi := run[0].Seq, run[0].Seq
+	for _, e := range run[1:] {
+		lo, hi = min(lo, e.Seq), max(hi, e.Seq)
+	}
+	s.newEnds = append(s.newEnds, runEnd{run[0].RunID, hi})
+	end, known := s.runEnds[run[0].RunID]
+	if known && lo > end && int(hi-lo)+1 == len(run) && ascending(run) {
+		return nil // it goes on where the run's events end
+	}
+	conflict := func(seq int64) error {
+		return bridge.Errorf(bridge.CodeConflict, "append event run=%s seq=%d: already committed", run[0].RunID, seq)
+	}
+	if int(hi-lo)+1 != len(run) || !ascending(run) {
+		// Not one ascending stretch: look for a seq given twice.
+		seqs := make([]int64, len(run))
+		for i, e := range run {
+			seqs[i] = e.Seq
+		}
+		slices.Sort(seqs)
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] == seqs[i-1] {
+				return conflict(seqs[i])
+			}
+		}
+	}
+	// The stored rows that reach into [lo, hi], newest first: in the
+	// common case (the batch goes on where the run's events end) the first
+	// row the probe finds ends before lo, and that is all.
+	upTo := hi
+	var found int64 = -1
+	for {
+		var seq, end int64
+		err := last.QueryRowContext(ctx, run[0].RunID, upTo).Scan(&seq, &end)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("append event run=%s: %w", run[0].RunID, err)
+		}
+		if end < lo {
+			break
+		}
+		for _, e := range run {
+			if e.Seq >= seq && e.Seq <= end && (found < 0 || e.Seq < found) {
+				found = e.Seq
+			}
+		}
+		if seq <= lo {
+			break
+		}
+		upTo = seq - 1
+	}
+	if found >= 0 {
+		return conflict(found)
+	}
+	return nil
+}
+
+func ascending(run []*bridge.Event) bool {
+	for i := 1; i < len(run); i++ {
+		if run[i].Seq <= run[i-1].Seq {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPack inserts run (consecutive deltas of one run) as one pack row.
+func (s *Store) appendPack(ctx context.Context, st *sql.Stmt, run []*bridge.Event) error {
+	first, last := run[0], run[len(run)-1]
+	s.buf.Reset()
+	s.buf.WriteByte('[')
+	for i, e := range run {
+		if i > 0 {
+			s.buf.WriteByte(',')
+		}
+		s.buf.Write(strconv.AppendInt(s.num[:0], unixNano(e.Time), 10))
+		s.buf.WriteByte(',')
+		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
+			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
+		}
+		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
+	}
+	s.buf.WriteByte(']')
+	_, err := st.ExecContext(ctx, first.RunID, first.Seq, s.buf.Bytes(), unixNano(first.Time), last.Seq)
+	if err != nil {
+		switch constraint(err) {
+		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
+			return bridge.Errorf(bridge.CodeConflict, "append event run=%s seq=%d: already committed", first.RunID, first.Seq)
+		case sqlite3.ErrConstraintForeignKey:
+			return bridge.Errorf(bridge.CodeNotFound, "append event run=%s seq=%d: run not found", first.RunID, first.Seq)
+		}
+		return fmt.Errorf("append events run=%s seq=%d..%d: %w", first.RunID, first.Seq, last.Seq, err)
+	}
+	return nil
 }
 
 // updateRun writes the mutable fields of r with the updateRun statement st.
@@ -197,19 +374,31 @@ func updateRun(ctx context.Context, st *sql.Stmt, r *bridge.Run) error {
 func (s *Store) Events(ctx context.Context, run string, after int64, limit int) ([]bridge.Event, error) {
 	var evs []bridge.Event
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, time, payload FROM events
-			WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, run, after, limitArg(limit))
+		// From the row that holds seq after+1 (a pack may begin before it).
+		rows, err := tx.QueryContext(ctx, `SELECT seq, last, time, payload FROM events
+			WHERE run_id = ?1 AND seq >= coalesce((SELECT seq FROM events
+				WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1), 0)
+			ORDER BY seq`, run, after+1)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
+		for rows.Next() && (limit <= 0 || len(evs) < limit) {
 			var (
-				seq, t  int64
-				payload sql.RawBytes
+				seq, last, t int64
+				payload      sql.RawBytes
 			)
-			if err := rows.Scan(&seq, &t, &payload); err != nil {
+			if err := rows.Scan(&seq, &last, &t, &payload); err != nil {
 				return err
+			}
+			if last > seq {
+				if evs, err = unpack(evs, run, seq, last, payload, after, limit); err != nil {
+					return err
+				}
+				continue
+			}
+			if seq <= after {
+				continue
 			}
 			evs = append(evs, bridge.Event{})
 			e := &evs[len(evs)-1]
@@ -226,6 +415,32 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 	return evs, nil
 }
 
+// unpack appends the events of a pack row (seqs first through last) with
+// seq > after to evs, up to limit in all.
+func unpack(evs []bridge.Event, run string, first, last int64, payload []byte, after int64, limit int) ([]bridge.Event, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(payload, &items); err != nil || int64(len(items)) != 2*(last-first+1) {
+		return evs, fmt.Errorf("decode pack seq=%d..%d: not %d events (%v)", first, last, last-first+1, err)
+	}
+	for i := 0; i < len(items) && (limit <= 0 || len(evs) < limit); i += 2 {
+		seq := first + int64(i/2)
+		if seq <= after {
+			continue
+		}
+		t, err := strconv.ParseInt(string(items[i]), 10, 64)
+		if err != nil {
+			return evs, fmt.Errorf("decode seq=%d: time: %w", seq, err)
+		}
+		evs = append(evs, bridge.Event{})
+		e := &evs[len(evs)-1]
+		if err := json.Unmarshal(items[i+1], e); err != nil {
+			return evs, fmt.Errorf("decode seq=%d: %w", seq, err)
+		}
+		e.RunID, e.Seq, e.Time = run, seq, fromUnixNano(t)
+	}
+	return evs, nil
+}
+
 // InterruptRunning ends every run whose status is running as interrupted
 // with reason at now: it appends the run's final event (seq one past the
 // last stored) and records the status, reason and finish time, all in one
@@ -233,10 +448,14 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 // The runs named in keep (resumed upstream) are left running.
 func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error) {
 	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeThen(ctx, func(tx *sql.Tx) error {
 		var err error
 		ids, err = s.interruptRunning(ctx, tx, reason, now, keep)
 		return err
+	}, func() {
+		for _, id := range ids {
+			delete(s.runEnds, id)
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("interrupt running runs: %w", err)
@@ -250,7 +469,7 @@ func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string,
 		lastSeq int64
 	}
 	var runs []open
-	rows, err := tx.QueryContext(ctx, `SELECT r.id, max(r.last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = r.id), 0))
+	rows, err := tx.QueryContext(ctx, `SELECT r.id, max(r.last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = r.id ORDER BY seq DESC LIMIT 1), 0))
 		FROM runs r WHERE r.status = ? ORDER BY r.created, r.rowid`, string(bridge.StatusRunning))
 	if err != nil {
 		return nil, err
@@ -302,13 +521,13 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, err
 	}
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE run_id IN
-			(SELECT id FROM runs WHERE finished <> 0 AND finished < ? AND status <> ?)`,
-			t.UnixNano(), string(bridge.StatusRunning))
-		if err != nil {
+		const ended = `run_id IN (SELECT id FROM runs WHERE finished <> 0 AND finished < ? AND status <> ?)`
+		// A pack row holds last-seq+1 events.
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(CASE WHEN last > seq THEN last - seq + 1 ELSE 1 END), 0)
+			FROM events WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning)).Scan(&n); err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning))
 		return err
 	})
 	if err != nil {

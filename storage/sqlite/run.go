@@ -21,7 +21,7 @@ const runColumns = `id, session_id, client_run_id, principal, inbound, outbound,
 const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
 	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished,
 	CASE WHEN status = 'running'
-		THEN max(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		THEN max(last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = runs.id ORDER BY seq DESC LIMIT 1), 0))
 		ELSE last_seq END,
 	render`
 

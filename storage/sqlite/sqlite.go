@@ -65,6 +65,8 @@ type Store struct {
 	// Statements prepared once on the writer connection.
 	insertEvent   *sql.Stmt
 	insertEvents  *sql.Stmt // eventChunk rows at once
+	insertPack    *sql.Stmt // a row of consecutive deltas
+	lastEvent     *sql.Stmt // the row holding a run's events up to a seq
 	updateRun     *sql.Stmt
 	insertRun     *sql.Stmt
 	insertSession *sql.Stmt
@@ -76,6 +78,22 @@ type Store struct {
 	args    []any
 	ends    []int
 	payload bridge.Event // an event as its payload column holds it
+	num     [24]byte
+
+	byRun    map[string][]*bridge.Event // a batch's events by run
+	runOrder []string                   // byRun's keys, in batch order
+	singles  []*bridge.Event            // a batch's events a row each
+	newEnds  []runEnd                   // the batch's last seq of each run
+
+	// runEnds is the last seq committed of runs this process writes while
+	// they run: a batch that goes on after it cannot hold a stored event,
+	// so it needs no probe for one. Only committed state is in it.
+	runEnds map[string]int64
+}
+
+type runEnd struct {
+	run string
+	seq int64
 }
 
 // Open opens (creating it if needed) the database file at path, applies the
@@ -98,7 +116,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		opt.ReadConns = max(4, runtime.NumCPU())
 	}
 
-	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1)}
+	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1), byRun: make(map[string][]*bridge.Event), runEnds: make(map[string]int64)}
 	s.enc = json.NewEncoder(&s.buf)
 	s.enc.SetEscapeHTML(false)
 
@@ -202,12 +220,16 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	prepare(&s.insertEvent, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
 		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)`)
+	prepare(&s.insertPack, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last)
+		VALUES (?, ?, 'pack', CAST(? AS TEXT), '', ?, ?)`)
+	prepare(&s.lastEvent, `SELECT seq, max(seq, last) FROM events WHERE run_id = ? AND seq <= ?
+		ORDER BY seq DESC LIMIT 1`)
 	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time) VALUES `+
 		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
 		finished = ?,
-		last_seq = max(last_seq, ?, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		last_seq = max(last_seq, ?, coalesce((SELECT max(seq, last) FROM events WHERE run_id = runs.id ORDER BY seq DESC LIMIT 1), 0))
 		WHERE id = ?`)
 	prepare(&s.insertRun, `INSERT INTO runs (`+runColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
@@ -229,7 +251,7 @@ func (s *Store) Close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -247,6 +269,12 @@ func (s *Store) Close() error {
 // write runs fn in a write transaction on the writer connection and commits
 // it when fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeThen(ctx, fn, nil)
+}
+
+// writeThen is write that calls then, still holding wsem, once the
+// transaction has committed.
+func (s *Store) writeThen(ctx context.Context, fn func(tx *sql.Tx) error, then func()) error {
 	select {
 	case s.wsem <- struct{}{}:
 	case <-ctx.Done():
@@ -264,6 +292,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if then != nil {
+		then()
 	}
 	return nil
 }

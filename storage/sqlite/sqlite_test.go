@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func TestMigrationsReopen(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}}
+	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -270,5 +271,105 @@ func TestCommitCanceled(t *testing.T) {
 	evs, err := s.Events(t.Context(), "run_1", 0, 0)
 	if err != nil || len(evs) != 0 {
 		t.Errorf("after a canceled commit: %d events, %v; want none", len(evs), err)
+	}
+}
+
+// TestEventPacks: a run's consecutive deltas share a row, which no reader
+// can tell: every cursor and page size reads exactly the events committed,
+// a seq inside a pack conflicts, and a running run's last seq, a restart's
+// interrupting final and the retention count all see the pack's events.
+func TestEventPacks(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s := MustOpen(t, path, sqlite.Options{})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, id := range []string{"run_a", "run_b"} {
+		if err := s.CreateRun(ctx, &bridge.Run{ID: id, Status: bridge.StatusRunning, Created: t0}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// run_a: run_started, 5 deltas, a tool call start, 3 reasoning deltas;
+	// interleaved in one batch with run_b's deltas; then 2 more deltas.
+	var want []bridge.Event
+	seq := int64(0)
+	add := func(k bridge.Kind, text string) bridge.Event {
+		seq++
+		ev := bridge.Event{RunID: "run_a", Seq: seq, Time: t0.Add(time.Duration(seq) * time.Millisecond), Kind: k, Source: bridge.SourceModel, Text: text}
+		if k == bridge.KindToolCallStarted {
+			ev.Text, ev.ToolCall = "", &bridge.ToolCall{ID: "call_1", Name: "f"}
+		}
+		want = append(want, ev)
+		return ev
+	}
+	var batch []bridge.Event
+	b := bridgetest.TextDeltas("run_b", 1, 4)
+	batch = append(batch, add(bridge.KindRunStarted, ""), b[0])
+	for i := range 5 {
+		batch = append(batch, add(bridge.KindTextDelta, fmt.Sprintf("t%d ", i)))
+		if i == 2 {
+			batch = append(batch, b[1], b[2])
+		}
+	}
+	batch = append(batch, add(bridge.KindToolCallStarted, ""), b[3])
+	for i := range 3 {
+		batch = append(batch, add(bridge.KindReasoningDelta, fmt.Sprintf("r%d ", i)))
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Events: batch}); err != nil {
+		t.Fatal(err)
+	}
+	more := []bridge.Event{add(bridge.KindTextDelta, "u0 "), add(bridge.KindTextDelta, "u1 ")}
+	if err := s.Commit(ctx, &bridge.Batch{Events: more}); err != nil {
+		t.Fatal(err)
+	}
+	var rows, packed int
+	if err := rawDB(t, path).QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN last > seq THEN 1 END) FROM events WHERE run_id = 'run_a'`).Scan(&rows, &packed); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 5 || packed != 3 {
+		t.Errorf("run_a is %d rows (%d packs), want 5 rows (3 packs)", rows, packed)
+	}
+	for after := int64(0); after <= seq; after++ {
+		for _, limit := range []int{0, 1, 2, 3, 7} {
+			got, err := s.Events(ctx, "run_a", after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp := want[after:]
+			if limit > 0 && len(exp) > limit {
+				exp = exp[:limit]
+			}
+			if d := cmp.Diff(exp, got, cmpopts.EquateEmpty()); d != "" {
+				t.Fatalf("Events(after %d, limit %d) (-want +got):\n%s", after, limit, d)
+			}
+		}
+	}
+	if got, err := s.Events(ctx, "run_b", 0, 0); err != nil || cmp.Diff(b, got) != "" {
+		t.Errorf("run_b's events: %v\n%s", err, cmp.Diff(b, got))
+	}
+	// A seq inside a pack, alone or at the end of a new stretch.
+	for _, dup := range [][]bridge.Event{
+		bridgetest.TextDeltas("run_a", 4, 1),
+		bridgetest.TextDeltas("run_a", 10, 5),
+	} {
+		err := s.Commit(ctx, &bridge.Batch{Events: dup})
+		if bridge.ErrorCode(err) != bridge.CodeConflict || !strings.Contains(err.Error(), fmt.Sprintf("seq=%d", dup[0].Seq)) {
+			t.Errorf("committing seq %d again: %v, want a conflict naming it", dup[0].Seq, err)
+		}
+	}
+	r, err := s.Run(ctx, "run_a")
+	if err != nil || r.LastSeq != seq {
+		t.Errorf("running run_a: last seq %v (%v), want %d", r, err, seq)
+	}
+	ids, err := s.InterruptRunning(ctx, "bridge restarted", t0.Add(time.Minute))
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("InterruptRunning: %v %v", ids, err)
+	}
+	evs, err := s.Events(ctx, "run_a", seq, 0)
+	if err != nil || len(evs) != 1 || evs[0].Seq != seq+1 || evs[0].Kind != bridge.KindFinal {
+		t.Errorf("after the restart: %v %v, want the final at seq %d", evs, err, seq+1)
+	}
+	n, err := s.DeleteEventsBefore(ctx, t0.Add(2*time.Minute))
+	if err != nil || n != int64(len(want)+1+len(b)+1) {
+		t.Errorf("DeleteEventsBefore: %d %v, want %d", n, err, len(want)+1+len(b)+1)
 	}
 }
