@@ -16,8 +16,9 @@ import (
 )
 
 // BreakerConfig configures one upstream's circuit breaker. The zero value
-// means the defaults: open after 5 consecutive upstream failures, stay open
-// 30 s, then let one trial request through (half-open).
+// means the defaults: open after 5 consecutive upstream failures (while
+// no more than ten times as many calls are still running: see trips), stay
+// open 30 s, then let one trial request through (half-open).
 type BreakerConfig struct {
 	Failures    uint32        `yaml:"failures"`
 	OpenFor     time.Duration `yaml:"open_for"`
@@ -36,6 +37,21 @@ type Breaker struct {
 
 	mu       sync.Mutex
 	openedAt time.Time
+}
+
+// trips reports whether counts c open the breaker: n consecutive failures,
+// with no more than ten times as many calls still running. A call is
+// counted when its stream ends, and streams end out of order: while
+// hundreds of healthy streams run, a few short failed ones can end back
+// to back (a soak of 500 streams with 5% failing opened it so) without the
+// upstream being down. An upstream that is down fails every call, the
+// running ones too, and trips it soon after n.
+func trips(c gobreaker.Counts, n uint32) bool {
+	if c.ConsecutiveFailures < n {
+		return false
+	}
+	running := c.Requests - c.TotalSuccesses - c.TotalFailures
+	return running <= 10*c.ConsecutiveFailures
 }
 
 // NewBreaker returns the breaker of the upstream named name. onChange, when
@@ -58,7 +74,7 @@ func NewBreaker(name string, cfg BreakerConfig, log *slog.Logger, onChange func(
 		Name:        name,
 		MaxRequests: cfg.HalfOpenMax,
 		Timeout:     cfg.OpenFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.Failures },
+		ReadyToTrip: func(c gobreaker.Counts) bool { return trips(c, cfg.Failures) },
 		IsSuccessful: func(err error) bool {
 			var be *bridge.Error
 			return err == nil || !errors.As(err, &be) || !be.Retryable()
