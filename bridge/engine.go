@@ -770,18 +770,20 @@ func (e *Engine) emit(lr *liveRun, ev Event) bool {
 	if lr.failed() {
 		return false
 	}
-	p := &pending{lr: lr, ev: ev}
+	p := pendings.Get().(*pending) // the writer puts it back: not ours after enqueue
+	p.lr, p.ev, p.pooled = lr, ev, true
+	urgent := false
 	if !lr.contentSeen && carriesContent(ev.Kind) {
 		// The first thing a client sees of the run: commit it without
 		// waiting for a batch of the deltas queued behind it.
-		lr.contentSeen, p.urgent = true, true
+		lr.contentSeen, p.urgent, urgent = true, true, true
 	} else if !lr.contentSeen && ev.Kind == KindMessageStarted {
 		p.hold = true
 	}
 	lr.emitMu.Lock()
 	e.enqueue(lr, p)
 	lr.emitMu.Unlock()
-	if p.urgent {
+	if urgent {
 		// Let the writer commit it now rather than once this pump has
 		// decoded whatever else the upstream sent.
 		runtime.Gosched()

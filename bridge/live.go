@@ -171,13 +171,20 @@ func (lr *liveRun) failed() bool {
 	return lr.commitErr != nil
 }
 
-// publish appends committed events and wakes followers. Writer only.
-func (lr *liveRun) publish(evs []Event, err error) {
+// committed appends a committed event; publish then wakes the followers.
+// Writer only.
+func (lr *liveRun) committed(ev *Event) {
+	lr.mu.Lock()
+	lr.events = append(lr.events, *ev)
+	lr.mu.Unlock()
+}
+
+// publish wakes followers after the writer appended what it committed, or
+// records the error that failed the run's commit. Writer only.
+func (lr *liveRun) publish(err error) {
 	lr.mu.Lock()
 	if err != nil {
 		lr.commitErr = err
-	} else {
-		lr.events = append(lr.events, evs...)
 	}
 	close(lr.notify)
 	lr.notify = make(chan struct{})
@@ -258,7 +265,13 @@ type pending struct {
 	// upstream answered, so its creation is committed while the upstream
 	// works on its first token, not while the request is on its way).
 	nudge bool
+	// pooled: from pendings, and back to it once published (an event
+	// alone: no one else holds it).
+	pooled bool
 }
+
+// pendings recycles the pendings of plain events, one per delta.
+var pendings = sync.Pool{New: func() any { return new(pending) }}
 
 // writer commits queued events in batches: it takes whatever is queued, up
 // to maxBatch events or a run's first visible event, in one transaction,
@@ -270,7 +283,7 @@ func (e *Engine) writer() {
 	defer close(e.writerDone)
 	batch := make([]*pending, 0, e.maxBatch)
 	b := &Batch{Events: make([]Event, 0, e.maxBatch)}
-	touched := make(map[*liveRun][]Event)
+	touched := make(map[*liveRun]struct{})
 	var linger *time.Timer
 	for first := range e.queue {
 		batch = append(batch[:0], first)
@@ -321,17 +334,24 @@ func (e *Engine) writer() {
 			errs = e.isolate(batch)
 		}
 		for _, p := range batch {
-			if !p.nudge {
-				touched[p.lr] = append(touched[p.lr], p.ev)
+			if p.nudge {
+				continue
+			}
+			touched[p.lr] = struct{}{}
+			if errs[p.lr] == nil {
+				p.lr.committed(&p.ev)
 			}
 		}
-		for lr, evs := range touched {
-			lr.publish(evs, errs[lr])
+		for lr := range touched {
+			lr.publish(errs[lr])
 			delete(touched, lr)
 		}
 		for _, p := range batch {
 			if p.done != nil {
 				p.done <- errs[p.lr]
+			} else if p.pooled {
+				*p = pending{}
+				pendings.Put(p)
 			}
 		}
 		// The followers just woken run before the next commit: a client's
