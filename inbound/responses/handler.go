@@ -165,13 +165,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, http.StatusOK, acc.Response("queued"))
 		return
 	}
-	_, events, err := h.cfg.Engine.Subscribe(ctx, run.ID, run.LastSeq)
+	var batch *inbound.Batch
+	sctx := ctx
+	if cr.Hub.Stream {
+		batch, sctx = inbound.NewBatch(ctx)
+	}
+	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
 	if cr.Hub.Stream {
-		h.stream(w, r, run, events, opt, !cr.Background)
+		h.stream(w, r, run, events, opt, !cr.Background, batch)
 		return
 	}
 	h.complete(w, r, run, events, opt)
@@ -468,7 +473,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // stream answers with the typed event stream. With hold, nothing is
 // written until the upstream has answered: a failure before its first
 // byte becomes an ordinary error response.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, hold bool) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, hold bool, batch *inbound.Batch) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -498,7 +503,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 	if cur, err := h.cfg.Engine.Run(context.WithoutCancel(r.Context()), run.ID); err == nil {
 		dropped = cur.Dropped
 	}
-	h.serveEvents(w, r, run, opt, dropped, held, next, nil)
+	h.serveEvents(w, r, run, opt, dropped, held, next, nil, batch)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -520,9 +525,9 @@ func (g *gate) Write(p []byte) (int, error) {
 // serveEvents writes the held events, then the rest, to the segment's
 // final. With g, writes go through it (a resume opens it at the cursor).
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), g *gate) {
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), g *gate, batch *inbound.Batch) {
 	inbound.SetDropped(w.Header(), dropped)
-	sw := inbound.NewSSEWriter(w)
+	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
 	var out io.Writer = sw
 	if g != nil {
@@ -534,6 +539,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		if err := enc.Encode(&held[i]); err != nil {
 			return
 		}
+	}
+	if err := sw.Flush(); err != nil { // the first events, at once
+		return
 	}
 	for next != nil && !enc.Finished() {
 		ev, err, ok := next()
@@ -587,7 +595,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	pull, stopAll := iter.Pull2(evs)
 	defer stopAll()
 	g := &gate{at: cursor, open: cursor <= rec.After}
-	h.serveEvents(w, r, run, streamOptions(rec), run.Dropped, nil, pull, g)
+	h.serveEvents(w, r, run, streamOptions(rec), run.Dropped, nil, pull, g, nil)
 }
 
 // segmentAt is the response of run whose events hold seq cursor+1: the
@@ -713,7 +721,7 @@ func (h *Handler) restream(w http.ResponseWriter, r *http.Request, rec *record, 
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(rec)
 	opt.Skip = after + 1
-	h.serveEvents(w, r, run, opt, run.Dropped, nil, next, nil)
+	h.serveEvents(w, r, run, opt, run.Dropped, nil, next, nil, nil)
 }
 
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) {
