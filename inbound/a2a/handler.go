@@ -520,8 +520,10 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 // stream serves message/stream and tasks/resubscribe as SSE.
 func (h *Handler) stream(w http.ResponseWriter, c *call) {
 	ctx := c.r.Context()
+	// The events one commit made available leave in one write.
+	batch, sctx := inbound.NewBatch(ctx)
 	enc := func(tb *wire.TaskBuilder) *wire.StreamEncoder {
-		return wire.NewStreamEncoder(inbound.NewSSEWriter(w), tb, wire.StreamOptions{Version: c.v, RequestID: c.req.ID})
+		return wire.NewStreamEncoder(batch.Writer(w), tb, wire.StreamOptions{Version: c.v, RequestID: c.req.ID})
 	}
 	fail := func(err error) {
 		sw := inbound.NewSSEWriter(w)
@@ -571,7 +573,7 @@ func (h *Handler) stream(w http.ResponseWriter, c *call) {
 			return
 		}
 	}
-	run, events, err := h.cfg.Engine.Subscribe(ctx, runID, 0)
+	run, events, err := h.cfg.Engine.Subscribe(sctx, runID, 0)
 	if err != nil {
 		fail(taskErr(runID, err))
 		return
