@@ -290,7 +290,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	_, events, err := h.cfg.Engine.Subscribe(ctx, run.ID, run.LastSeq)
+	var batch *inbound.Batch
+	sctx := ctx
+	if sse {
+		batch, sctx = inbound.NewBatch(ctx)
+	}
+	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -302,7 +307,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		h.collect(w, r, run, events, opt)
 		return
 	}
-	h.stream(w, r, run, events, opt, "")
+	h.stream(w, r, run, events, opt, "", batch)
 }
 
 // resume serves a run_sse request with no newMessage: the events of the
@@ -326,14 +331,14 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 	}
 	w.Header().Set("X-Run-Id", run.ID)
 	w.Header().Set("X-Session-Id", run.SessionID)
-	h.stream(w, r, run, events, opt, req.LastEventID)
+	h.stream(w, r, run, events, opt, req.LastEventID, nil)
 }
 
 // stream writes a run's events as run_sse frames, then [DONE]. Nothing is
 // written until the upstream has answered: a run that fails before its
 // first output is an ordinary error answer. after is a resume cursor:
 // the events up to it are folded, not written.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, after string) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, after string, batch *inbound.Batch) {
 	ctx := r.Context()
 	enc := wire.NewEncoder(opt)
 	_, afterSeq, _ := bridge.ParseEventID(after)
@@ -359,7 +364,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		held = append(held, ev)
 		break
 	}
-	sw := inbound.NewSSEWriter(w)
+	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
 	var buf []byte
 	write := func(ev *bridge.Event) bool {
@@ -378,6 +383,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		if !write(&ev) {
 			return
 		}
+	}
+	if sw.Flush() != nil { // the first output, at once
+		return
 	}
 	for !enc.Done() {
 		ev, err, ok := next()
