@@ -131,8 +131,43 @@ func (s *Store) payloadOf(e *bridge.Event) *bridge.Event {
 	return &s.payload
 }
 
-// eventChunk is how many rows one insertRows statement writes.
+// eventChunk is how many events one insertEvents statement writes.
 const eventChunk = 16
+
+// appendEvents inserts eventChunk events with the statement many; when
+// that fails, it inserts them one by one with one, to say which failed.
+func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []*bridge.Event) error {
+	s.buf.Reset()
+	s.ends = s.ends[:0]
+	for _, e := range evs {
+		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
+			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
+		}
+		s.ends = append(s.ends, s.buf.Len()-1)
+	}
+	p := s.buf.Bytes()
+	args := s.args[:0]
+	start := 0
+	for i, e := range evs {
+		args = append(args, e.RunID, e.Seq, string(e.Kind), p[start:s.ends[i]], e.UpstreamID, unixNano(e.Time))
+		start = s.ends[i] + 1
+	}
+	_, err := many.ExecContext(ctx, args...)
+	clear(args)
+	s.args = args[:0]
+	if err == nil {
+		return nil
+	}
+	if constraint(err) == 0 {
+		return fmt.Errorf("append events run=%s seq=%d..: %w", evs[0].RunID, evs[0].Seq, err)
+	}
+	for _, e := range evs {
+		if err := s.appendEvent(ctx, one, e); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("append events run=%s seq=%d..: %w", evs[0].RunID, evs[0].Seq, err)
+}
 
 // maxPack bounds the events of one pack row (so a read after a cursor
 // decodes at most this many it skips).
@@ -163,14 +198,9 @@ func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Ev
 		}
 		s.byRun[id] = append(s.byRun[id], &evs[i])
 	}
-	defer func() {
-		for _, run := range s.byRun {
-			clear(run) // no pointers into evs outlive the commit
-		}
-	}()
 	last := tx.StmtContext(ctx, s.lastEvent)
-	s.buf.Reset()
-	s.rows = s.rows[:0]
+	s.singles = s.singles[:0]
+	packSt := tx.StmtContext(ctx, s.insertPack)
 	for _, id := range s.runOrder {
 		run := s.byRun[id]
 		if err := s.checkNew(sctx, last, run); err != nil {
@@ -181,117 +211,36 @@ func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Ev
 			for j < len(run) && j-i < maxPack && packs(run[i].Kind) && packs(run[j].Kind) && run[j].Seq == run[j-1].Seq+1 {
 				j++
 			}
-			if err := s.addRow(run[i:j]); err != nil {
+			if j-i == 1 {
+				s.singles = append(s.singles, run[i])
+			} else if err := s.appendPack(sctx, packSt, run[i:j]); err != nil {
 				return err
 			}
 			i = j
 		}
 	}
-	rows := s.rows
-	one := tx.StmtContext(ctx, s.insertRow)
-	if len(rows) >= eventChunk {
-		many := tx.StmtContext(ctx, s.insertRows)
-		for len(rows) >= eventChunk {
+	for _, run := range s.byRun {
+		clear(run) // no pointers into evs outlive the commit
+	}
+	singles := s.singles
+	defer func() { clear(s.singles); s.singles = s.singles[:0] }()
+	one := tx.StmtContext(ctx, s.insertEvent)
+	if len(singles) >= eventChunk {
+		many := tx.StmtContext(ctx, s.insertEvents)
+		for len(singles) >= eventChunk {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := s.insertChunk(sctx, many, one, rows[:eventChunk]); err != nil {
+			if err := s.appendEvents(sctx, many, one, singles[:eventChunk]); err != nil {
 				return err
 			}
-			rows = rows[eventChunk:]
+			singles = singles[eventChunk:]
 		}
 	}
-	for i := range rows {
-		if err := s.insert(sctx, one, &rows[i]); err != nil {
+	for _, e := range singles {
+		if err := s.appendEvent(sctx, one, e); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// row is one row a commit inserts: an event, or a pack of consecutive
-// deltas (last > 0); its payload is s.buf[from:to].
-type row struct {
-	run, kind, upstream string
-	seq, last, time     int64
-	from, to            int
-}
-
-// addRow encodes evs (one event, or consecutive deltas of one run) as one
-// row into s.rows and s.buf.
-func (s *Store) addRow(evs []*bridge.Event) error {
-	first := evs[0]
-	r := row{run: first.RunID, seq: first.Seq, time: unixNano(first.Time), from: s.buf.Len()}
-	encode := func(e *bridge.Event) error {
-		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
-			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
-		}
-		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
-		return nil
-	}
-	if len(evs) == 1 {
-		r.kind, r.upstream = string(first.Kind), first.UpstreamID
-		if err := encode(first); err != nil {
-			return err
-		}
-	} else {
-		r.kind, r.last = "pack", evs[len(evs)-1].Seq
-		s.buf.WriteByte('[')
-		for i, e := range evs {
-			if i > 0 {
-				s.buf.WriteByte(',')
-			}
-			s.buf.Write(strconv.AppendInt(s.num[:0], unixNano(e.Time), 10))
-			s.buf.WriteByte(',')
-			if err := encode(e); err != nil {
-				return err
-			}
-		}
-		s.buf.WriteByte(']')
-	}
-	r.to = s.buf.Len()
-	s.rows = append(s.rows, r)
-	return nil
-}
-
-// insertChunk inserts eventChunk rows with the statement many; when that
-// fails on a constraint, it inserts them one by one with one, to say which
-// failed.
-func (s *Store) insertChunk(ctx context.Context, many, one *sql.Stmt, rows []row) error {
-	p := s.buf.Bytes()
-	args := s.args[:0]
-	for i := range rows {
-		r := &rows[i]
-		args = append(args, r.run, r.seq, r.kind, p[r.from:r.to], r.upstream, r.time, r.last)
-	}
-	_, err := many.ExecContext(ctx, args...)
-	clear(args)
-	s.args = args[:0]
-	if err == nil {
-		return nil
-	}
-	if constraint(err) == 0 {
-		return fmt.Errorf("append events run=%s seq=%d..: %w", rows[0].run, rows[0].seq, err)
-	}
-	for i := range rows {
-		if err := s.insert(ctx, one, &rows[i]); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("append events run=%s seq=%d..: %w", rows[0].run, rows[0].seq, err)
-}
-
-// insert inserts one row with the statement st.
-func (s *Store) insert(ctx context.Context, st *sql.Stmt, r *row) error {
-	_, err := st.ExecContext(ctx, r.run, r.seq, r.kind, s.buf.Bytes()[r.from:r.to], r.upstream, r.time, r.last)
-	if err != nil {
-		switch constraint(err) {
-		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
-			return bridge.Errorf(bridge.CodeConflict, "append event run=%s seq=%d: already committed", r.run, r.seq)
-		case sqlite3.ErrConstraintForeignKey:
-			return bridge.Errorf(bridge.CodeNotFound, "append event run=%s seq=%d: run not found", r.run, r.seq)
-		}
-		return fmt.Errorf("append event run=%s seq=%d: %w", r.run, r.seq, err)
 	}
 	return nil
 }
@@ -364,6 +313,36 @@ func ascending(run []*bridge.Event) bool {
 		}
 	}
 	return true
+}
+
+// appendPack inserts run (consecutive deltas of one run) as one pack row.
+func (s *Store) appendPack(ctx context.Context, st *sql.Stmt, run []*bridge.Event) error {
+	first, last := run[0], run[len(run)-1]
+	s.buf.Reset()
+	s.buf.WriteByte('[')
+	for i, e := range run {
+		if i > 0 {
+			s.buf.WriteByte(',')
+		}
+		s.buf.Write(strconv.AppendInt(s.num[:0], unixNano(e.Time), 10))
+		s.buf.WriteByte(',')
+		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
+			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
+		}
+		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
+	}
+	s.buf.WriteByte(']')
+	_, err := st.ExecContext(ctx, first.RunID, first.Seq, s.buf.Bytes(), unixNano(first.Time), last.Seq)
+	if err != nil {
+		switch constraint(err) {
+		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
+			return bridge.Errorf(bridge.CodeConflict, "append event run=%s seq=%d: already committed", first.RunID, first.Seq)
+		case sqlite3.ErrConstraintForeignKey:
+			return bridge.Errorf(bridge.CodeNotFound, "append event run=%s seq=%d: run not found", first.RunID, first.Seq)
+		}
+		return fmt.Errorf("append events run=%s seq=%d..%d: %w", first.RunID, first.Seq, last.Seq, err)
+	}
+	return nil
 }
 
 // updateRun writes the mutable fields of r with the updateRun statement st.

@@ -64,8 +64,8 @@ type Store struct {
 
 	// Statements prepared once on the writer connection.
 	insertEvent   *sql.Stmt
-	insertRow     *sql.Stmt // a row of events: one, or a pack
-	insertRows    *sql.Stmt // eventChunk rows at once
+	insertEvents  *sql.Stmt // eventChunk rows at once
+	insertPack    *sql.Stmt // a row of consecutive deltas
 	lastEvent     *sql.Stmt // the row holding a run's events up to a seq
 	updateRun     *sql.Stmt
 	insertRun     *sql.Stmt
@@ -82,7 +82,7 @@ type Store struct {
 
 	byRun    map[string][]*bridge.Event // a batch's events by run
 	runOrder []string                   // byRun's keys, in batch order
-	rows     []row                      // a batch's rows
+	singles  []*bridge.Event            // a batch's events a row each
 	newEnds  []runEnd                   // the batch's last seq of each run
 
 	// runEnds is the last seq committed of runs this process writes while
@@ -220,12 +220,12 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	prepare(&s.insertEvent, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
 		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)`)
-	prepare(&s.insertRow, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last)
-		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?)`)
+	prepare(&s.insertPack, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last)
+		VALUES (?, ?, 'pack', CAST(? AS TEXT), '', ?, ?)`)
 	prepare(&s.lastEvent, `SELECT seq, max(seq, last) FROM events WHERE run_id = ? AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`)
-	prepare(&s.insertRows, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last) VALUES `+
-		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?)`)
+	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time) VALUES `+
+		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
 		finished = ?,
@@ -251,7 +251,7 @@ func (s *Store) Close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertRow, s.insertRows, s.lastEvent, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
