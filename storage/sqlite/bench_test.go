@@ -77,3 +77,25 @@ func BenchmarkCommitRuns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommitNewRun commits what a new run's first commit holds: its
+// session, its row, its input message and its run_started event.
+func BenchmarkCommitNewRun(b *testing.B) {
+	ctx := b.Context()
+	s := MustOpen(b, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		id := "run_bench_" + strconv.Itoa(n)
+		sess := &bridge.Session{ID: "sess_bench_" + strconv.Itoa(n), Created: t0, Updated: t0}
+		run := &bridge.Run{ID: id, SessionID: sess.ID, Status: bridge.StatusRunning, Inbound: "openai", Model: "m", Created: t0}
+		batch := &bridge.Batch{Sessions: []*bridge.Session{sess}, NewRuns: []*bridge.Run{run},
+			Events:   []bridge.Event{{RunID: id, Seq: 1, Kind: bridge.KindRunStarted, Source: bridge.SourceBridge, Time: t0}},
+			Messages: []bridge.Message{{RunID: id, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("Say forty words.")}}}}
+		if err := s.Commit(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

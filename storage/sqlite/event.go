@@ -72,7 +72,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		}
 	}
 	if len(b.Events) > 0 {
-		if err := s.appendAll(ctx, sctx, tx, b.Events); err != nil {
+		if err := s.appendAll(ctx, sctx, tx, b.Events, b.NewRuns); err != nil {
 			return err
 		}
 	}
@@ -187,10 +187,14 @@ func packs(k bridge.Kind) bool {
 // other events a row each. It first checks, one query per run, that no
 // event of evs is stored already (CodeConflict, naming the lowest such
 // seq). It uses the scratch state of s, so it must run under wsem.
-func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Event) error {
+func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Event, created []*bridge.Run) error {
 	clear(s.byRun)
 	s.runOrder = s.runOrder[:0]
 	s.newEnds = s.newEnds[:0]
+	s.created = s.created[:0]
+	for _, r := range created {
+		s.created = append(s.created, r.ID) // created by this batch: no stored events
+	}
 	for i := range evs {
 		id := evs[i].RunID
 		if _, ok := s.byRun[id]; !ok {
@@ -254,6 +258,9 @@ func (s *Store) checkNew(ctx context.Context, last *sql.Stmt, run []*bridge.Even
 	}
 	s.newEnds = append(s.newEnds, runEnd{run[0].RunID, hi})
 	end, known := s.runEnds[run[0].RunID]
+	if !known && slices.Contains(s.created, run[0].RunID) {
+		end, known = 0, true
+	}
 	if known && lo > end && int(hi-lo)+1 == len(run) && ascending(run) {
 		return nil // it goes on where the run's events end
 	}

@@ -84,6 +84,7 @@ type Store struct {
 	runOrder []string                   // byRun's keys, in batch order
 	singles  []*bridge.Event            // a batch's events a row each
 	newEnds  []runEnd                   // the batch's last seq of each run
+	created  []string                   // the runs the batch creates
 
 	// runEnds is the last seq committed of runs this process writes while
 	// they run: a batch that goes on after it cannot hold a stored event,
