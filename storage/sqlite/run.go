@@ -93,6 +93,12 @@ func (s *Store) Run(ctx context.Context, id string) (*bridge.Run, error) {
 	return r, err
 }
 
+// runByClientIDQuery finds a run by its client's id; "client_run_id <> ”"
+// lets the planner use the partial index runs_by_client_id.
+const runByClientIDQuery = `SELECT ` + runSelect + ` FROM runs
+	WHERE principal = ? AND client_run_id = ? AND client_run_id <> ''
+	ORDER BY created DESC, rowid DESC LIMIT 1`
+
 // RunByClientID returns the run principal's client created with
 // clientRunID, the newest if it did so more than once; CodeNotFound if there
 // is none.
@@ -103,8 +109,7 @@ func (s *Store) RunByClientID(ctx context.Context, principal, clientRunID string
 	var r *bridge.Run
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
-		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runSelect+` FROM runs
-			WHERE principal = ? AND client_run_id = ? ORDER BY created DESC, rowid DESC LIMIT 1`, principal, clientRunID))
+		r, err = scanRun(tx.QueryRowContext(ctx, runByClientIDQuery, principal, clientRunID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return bridge.Errorf(bridge.CodeNotFound, "run with client run id %q of principal %q not found", clientRunID, principal)
 		}
