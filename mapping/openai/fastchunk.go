@@ -24,33 +24,41 @@ func fastChunk(p *fastjson.Parser, data []byte, c *wireChunk) bool {
 		return false
 	}
 	v, err := p.ParseBytes(data)
-	if err != nil {
+	if err != nil || v.Type() != fastjson.TypeObject {
 		return false
+	}
+	var seen uint8
+	return fields(v, func(key []byte, v *fastjson.Value) bool {
+		switch string(key) {
+		case "id":
+			return once(&seen, 1) && str(v, &c.ID)
+		case "model":
+			return once(&seen, 2) && str(v, &c.Model)
+		case "choices":
+			return once(&seen, 4) && choices(v, &c.Choices)
+		case "usage":
+			return once(&seen, 8) && v.Type() == fastjson.TypeNull
+		case "error":
+			return false // rare, and encoding/json keeps it raw
+		}
+		return !foldsTo(key, "id", "model", "choices", "usage", "error")
+	})
+}
+
+// fields calls field for each key of the object v until one reports
+// false; null is an object without keys, as encoding/json decodes it into
+// a struct. It reports false for any other type, or a key field refused.
+func fields(v *fastjson.Value, field func(key []byte, v *fastjson.Value) bool) bool {
+	if v.Type() == fastjson.TypeNull {
+		return true
 	}
 	o, err := v.Object()
 	if err != nil {
 		return false
 	}
 	ok := true
-	var seen uint8
 	o.Visit(func(key []byte, v *fastjson.Value) {
-		if !ok {
-			return
-		}
-		switch string(key) {
-		case "id":
-			ok = once(&seen, 1) && str(v, &c.ID)
-		case "model":
-			ok = once(&seen, 2) && str(v, &c.Model)
-		case "choices":
-			ok = once(&seen, 4) && choices(v, &c.Choices)
-		case "usage":
-			ok = once(&seen, 8) && v.Type() == fastjson.TypeNull
-		case "error":
-			ok = false // rare, and encoding/json keeps it raw
-		default:
-			ok = !foldsTo(key, "id", "model", "choices", "usage", "error")
-		}
+		ok = ok && field(key, v)
 	})
 	return ok
 }
@@ -123,31 +131,18 @@ func choices(v *fastjson.Value, dst *[]wireChoice) bool {
 }
 
 func choice(v *fastjson.Value, ch *wireChoice) bool {
-	if v.Type() == fastjson.TypeNull {
-		return true
-	}
-	o, err := v.Object()
-	if err != nil {
-		return false
-	}
-	ok := true
 	var seen uint8
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if !ok {
-			return
-		}
+	return fields(v, func(key []byte, v *fastjson.Value) bool {
 		switch string(key) {
 		case "index":
-			ok = once(&seen, 1) && integer(v, &ch.Index)
+			return once(&seen, 1) && integer(v, &ch.Index)
 		case "delta":
-			ok = once(&seen, 2) && delta(v, &ch.Delta)
+			return once(&seen, 2) && delta(v, &ch.Delta)
 		case "finish_reason":
-			ok = once(&seen, 4) && strPtr(v, &ch.FinishReason)
-		default:
-			ok = !foldsTo(key, "index", "delta", "finish_reason")
+			return once(&seen, 4) && strPtr(v, &ch.FinishReason)
 		}
+		return !foldsTo(key, "index", "delta", "finish_reason")
 	})
-	return ok
 }
 
 // integer decodes an int field: null leaves it alone; a number must be an
@@ -168,31 +163,18 @@ func integer(v *fastjson.Value, dst *int) bool {
 }
 
 func delta(v *fastjson.Value, d *wireDelta) bool {
-	if v.Type() == fastjson.TypeNull {
-		return true
-	}
-	o, err := v.Object()
-	if err != nil {
-		return false
-	}
-	ok := true
 	var seen uint8
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if !ok {
-			return
-		}
+	return fields(v, func(key []byte, v *fastjson.Value) bool {
 		switch string(key) {
 		case "content":
-			ok = once(&seen, 1) && strPtr(v, &d.Content)
+			return once(&seen, 1) && strPtr(v, &d.Content)
 		case "refusal":
-			ok = once(&seen, 2) && strPtr(v, &d.Refusal)
+			return once(&seen, 2) && strPtr(v, &d.Refusal)
 		case "reasoning_content":
-			ok = once(&seen, 4) && strPtr(v, &d.ReasoningContent)
+			return once(&seen, 4) && strPtr(v, &d.ReasoningContent)
 		case "reasoning", "tool_calls", "function_call":
-			ok = false // kept raw or rarer: encoding/json decodes them
-		default:
-			ok = !foldsTo(key, "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call")
+			return false // kept raw or rarer: encoding/json decodes them
 		}
+		return !foldsTo(key, "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call")
 	})
-	return ok
 }
