@@ -104,7 +104,9 @@ type Batch struct {
 	mu sync.Locker // held while flushing, when others write too
 }
 
-// NewBatch returns a Batch and the context to subscribe with.
+// NewBatch returns a Batch and the context to subscribe with. Until its
+// Writer is made, the idle hook does nothing: a handler may subscribe with
+// it whether it then streams or not.
 func NewBatch(ctx context.Context) (*Batch, context.Context) {
 	b := &Batch{}
 	return b, bridge.WithIdle(ctx, b.flush)

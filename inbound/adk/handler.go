@@ -290,11 +290,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	var batch *inbound.Batch
-	sctx := ctx
-	if sse {
-		batch, sctx = inbound.NewBatch(ctx)
-	}
+	batch, sctx := inbound.NewBatch(ctx) // a no-op for a response that makes no SSE writer
 	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)

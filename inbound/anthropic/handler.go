@@ -109,11 +109,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request that continues a run (the client's tool results) is
 	// answered with the new model call only.
-	var batch *inbound.Batch
-	sctx := r.Context()
-	if req.Stream {
-		batch, sctx = inbound.NewBatch(sctx)
-	}
+	batch, sctx := inbound.NewBatch(r.Context()) // a no-op for a response that makes no SSE writer
 	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)

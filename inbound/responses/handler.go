@@ -165,11 +165,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, http.StatusOK, acc.Response("queued"))
 		return
 	}
-	var batch *inbound.Batch
-	sctx := ctx
-	if cr.Hub.Stream {
-		batch, sctx = inbound.NewBatch(ctx)
-	}
+	batch, sctx := inbound.NewBatch(ctx) // a no-op for a response that makes no SSE writer
 	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)

@@ -261,13 +261,14 @@ func (s *Store) checkNew(ctx context.Context, last *sql.Stmt, run []*bridge.Even
 	if !known && slices.Contains(s.created, run[0].RunID) {
 		end, known = 0, true
 	}
-	if known && lo > end && int(hi-lo)+1 == len(run) && ascending(run) {
+	stretch := int(hi-lo)+1 == len(run) && ascending(run) // lo, lo+1, ... hi
+	if known && lo > end && stretch {
 		return nil // it goes on where the run's events end
 	}
 	conflict := func(seq int64) error {
 		return bridge.Errorf(bridge.CodeConflict, "append event run=%s seq=%d: already committed", run[0].RunID, seq)
 	}
-	if int(hi-lo)+1 != len(run) || !ascending(run) {
+	if !stretch {
 		// Not one ascending stretch: look for a seq given twice.
 		seqs := make([]int64, len(run))
 		for i, e := range run {
