@@ -357,6 +357,12 @@ func (d *streamDecoder) blockStop(ev *wireEvent) {
 		if args == "" {
 			args = "{}"
 		}
+		// The input_json_deltas make one JSON object; anything else (a
+		// delta lost, garbage) is the upstream's fault, not a tool call.
+		if len(b.args) > 0 && (wire.Kind(b.args) != '{' || !json.Valid(b.args)) {
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use %s input is not a JSON object: %s", b.id, truncate(args, 200)))
+			return
+		}
 		d.emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: b.tool,
 			ToolCall: &bridge.ToolCall{ID: b.id, Name: b.name, Index: b.tool, Arguments: args}})
 	case b.raw != nil:

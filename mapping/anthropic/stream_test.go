@@ -112,6 +112,11 @@ func TestDecodeStreamEdges(t *testing.T) {
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\n" +
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 			"usage message_started tool_call_started tool_call_delta tool_call_done message_done final"},
+		{"tool input that is not a JSON object (a delta lost on the way)", start +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Paris\\\"}\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+			"usage message_started tool_call_started tool_call_delta error:upstream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
