@@ -535,6 +535,9 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 			}
 			d.dropRest(iu, path+".image_url", "url", "detail")
 		}
+		if p.URL == "" { // as OpenAI answers it: no image to send on
+			return p, bridge.Errorf(bridge.CodeInvalid, "%s.image_url: empty URL", path)
+		}
 		if mt, _, ok := parseDataURL(p.URL); ok {
 			p.MediaType = mt
 		}

@@ -162,6 +162,8 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"part without type", `{"model":"m","messages":[{"role":"user","content":[{"text":"x"}]}]}`, bridge.CodeInvalid, "messages[0].content[0].type: required"},
 		{"text part not string", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":1}]}]}`, bridge.CodeInvalid, "messages[0].content[0].text: expected string"},
 		{"image without url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, bridge.CodeInvalid, "image_url.url: required"},
+		{"image with an empty url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":""}}]}]}`, bridge.CodeInvalid, "image_url: empty URL"},
+		{"image as an empty string", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`, bridge.CodeInvalid, "image_url: empty URL"},
 		{"tool without call id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, bridge.CodeInvalid, "messages[0].tool_call_id: required"},
 		{"tool call args number", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":1}}]}]}`, bridge.CodeInvalid, "messages[0].tool_calls[0].function.arguments"},
 		{"custom tool call", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{"name":"f","input":"x"}}]}]}`, bridge.CodeUnsupported, "messages[0].tool_calls[0].type"},
