@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,13 +13,15 @@ import (
 // than encoding/json, and most of the decoder's time. It reports false for
 // anything whose encoding/json result it cannot promise to reproduce
 // exactly: invalid JSON, \u escapes and invalid UTF-8 (encoding/json's
-// replacements), a field of another type, keys that differ from a known
+// replacements), control characters (fastjson lets them into strings,
+// encoding/json refuses them; a tab between tokens is valid, but rare
+// enough to take the slow path), a field of another type, keys that differ from a known
 // one only in case or that repeat (encoding/json matches them
 // case-insensitively and keeps the last), and the rarer fields (usage,
 // error, tool calls, reasoning objects). The caller then decodes with
 // encoding/json; FuzzFastChunk holds the two to the same result.
 func fastChunk(p *fastjson.Parser, data []byte, c *wireChunk) bool {
-	if bytes.Contains(data, []byte(`\u`)) || !utf8.Valid(data) || fastjson.ValidateBytes(data) != nil {
+	if !plain(data) || !utf8.Valid(data) || fastjson.ValidateBytes(data) != nil {
 		return false
 	}
 	v, err := p.ParseBytes(data)
@@ -43,6 +44,17 @@ func fastChunk(p *fastjson.Parser, data []byte, c *wireChunk) bool {
 		}
 		return !foldsTo(key, "id", "model", "choices", "usage", "error")
 	})
+}
+
+// plain reports whether data has neither a control character nor a \u
+// escape.
+func plain(data []byte) bool {
+	for i, b := range data {
+		if b < 0x20 || b == 'u' && i > 0 && data[i-1] == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // fields calls field for each key of the object v until one reports

@@ -157,6 +157,8 @@ func FuzzFastChunk(f *testing.F) {
 		`{"id":"c"} x`,
 		`[{"id":"c"}]`,
 		"{\"id\":\"\xff\"}",
+		"{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\tb\x00\"}}]}",
+		"{\"id\":\"c\",\t\"model\":\"m\"}",
 		`{"id":"c","choices":[{"index":99999999999999999999}]}`,
 	} {
 		f.Add([]byte(s))
