@@ -109,8 +109,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request that continues a run (the client's tool results) is
 	// answered with the new model call only.
-	batch, sctx := inbound.NewBatch(r.Context()) // a no-op for a response that makes no SSE writer
-	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
+	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, run.LastSeq)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -119,7 +118,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
 	if req.Stream {
-		h.stream(w, r, run, events, opt, batch)
+		h.stream(w, r, run, events, opt)
 		return
 	}
 	h.complete(w, r, run, events, opt)
@@ -162,7 +161,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // stream answers with SSE frames. Nothing is written until the upstream has
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the status Anthropic uses for it.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, batch *inbound.Batch) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -191,7 +190,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 	}
 	// The header says what the inbound decoder dropped; the trailer the
 	// whole list, the outbound's included.
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0, batch)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -213,9 +212,12 @@ func (g *gate) Write(p []byte) (int, error) {
 // encoder first renders the run's events up to seq prefix without writing
 // them, so the stream goes on exactly where the client's left off.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64, batch *inbound.Batch) {
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64) {
 	inbound.SetDropped(w.Header(), dropped)
-	sw := batch.Writer(w)
+	// Every event is flushed on its own (no inbound.Batch): each upstream
+	// chunk reaches the client as the matching Anthropic event, never
+	// merged with the next one in a flush.
+	sw := inbound.NewSSEWriter(w)
 	g := &gate{w: sw, open: prefix <= 0}
 	enc := wire.NewStreamEncoder(g, opt)
 	if prefix > 0 {
@@ -225,7 +227,6 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	w.WriteHeader(http.StatusOK)
 	p := newPinger(enc, sw, h.cfg.PingInterval)
 	defer p.close()
-	batch.Guard(&p.mu)
 	var final *bridge.Final
 	for i := range held {
 		if held[i].Kind == bridge.KindFinal {
@@ -360,7 +361,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		held = append(held, ev)
 		prefix = ev.Seq - 1
 	}
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix, nil)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix)
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the upstream's count

@@ -482,3 +482,102 @@ func TestCorpusServed(t *testing.T) {
 		})
 	}
 }
+
+// flushRecorder is a ResponseWriter that keeps what each flush sent.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	mu      sync.Mutex
+	flushes []string
+	pending strings.Builder
+}
+
+func (f *flushRecorder) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending.Write(p)
+	return f.ResponseRecorder.Write(p)
+}
+
+func (f *flushRecorder) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushes = append(f.flushes, f.pending.String())
+	f.pending.Reset()
+}
+
+// TestEveryChunkItsOwnFlush: an upstream that answers with a burst of
+// deltas (all committed in one batch) still gets each one to the client as
+// its own content_block_delta event in a flush of its own: translating
+// neither merges nor holds back chunks.
+func TestEveryChunkItsOwnFlush(t *testing.T) {
+	words := make([]string, 64)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d ", i)
+	}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	up := &bridgetest.Upstream{Events: bridgetest.TextEvents(words...)}
+	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+	}()
+	h := inanthropic.New(inanthropic.Config{Engine: e})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/messages", strings.NewReader(textBody))
+	req.Header.Set("Content-Type", "application/json")
+	w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	h.ServeHTTP(w, req)
+	if w.Code != 200 {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	check(t, w.Body.Bytes(), anthropictest.Check{IDs: true, Complete: true})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending.Len() != 0 {
+		t.Errorf("written but never flushed: %q", w.pending.String())
+	}
+	// A flush is the frames of one event of the run (one id: the first
+	// delta comes with its content_block_start, the final's message_delta
+	// with message_stop), and no two flushes share one.
+	var deltas []string
+	seen := map[string]bool{}
+	for i, f := range w.flushes {
+		if !strings.HasSuffix(f, "\n\n") {
+			t.Errorf("flush %d ends inside a frame: %q", i, f)
+		}
+		ids := map[string]bool{}
+		for line := range strings.Lines(f) {
+			if id, ok := strings.CutPrefix(line, "id: "); ok {
+				ids[id] = true
+			}
+		}
+		for id := range ids {
+			if len(ids) > 1 || seen[id] {
+				t.Errorf("flush %d holds frames of %d events (or of one flushed before): %q", i, len(ids), f)
+			}
+			seen[id] = true
+		}
+		if n := strings.Count(f, `"type":"text_delta"`); n > 1 {
+			t.Errorf("flush %d holds %d text deltas: %q", i, n, f)
+		} else if n == 1 {
+			deltas = append(deltas, f)
+		}
+	}
+	if len(deltas) != len(words) {
+		t.Fatalf("%d text deltas flushed, want %d (one per upstream chunk)", len(deltas), len(words))
+	}
+	for i, d := range deltas {
+		if !strings.Contains(d, fmt.Sprintf(`"text":"w%d "`, i)) {
+			t.Errorf("delta %d: %q, want the upstream's chunk %d alone", i, d, i)
+		}
+	}
+}
