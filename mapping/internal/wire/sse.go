@@ -15,8 +15,21 @@ const MaxLine = 1 << 20
 // SSEEvent is one dispatched server-sent event.
 type SSEEvent struct {
 	Name string // the event: field, "" when none
-	ID   string // the id: field of this event, "" when none
+	ID   string // the id: field of this event ("" when none), or with KeepID the last one seen
 	Data []byte // data lines joined with "\n"; valid until the next Next
+}
+
+// SSEOptions adjust an SSEReader.
+type SSEOptions struct {
+	// MaxEvent bounds one event's data, its lines joined; 0 bounds only
+	// each line, by MaxLine.
+	MaxEvent int
+	// KeepID makes an event's ID the last id: seen, in it or an earlier
+	// event, as the SSE spec's last event ID (an id with a NUL is
+	// ignored). Without it ID is the event's own id: field.
+	KeepID bool
+	// Who names the peer in errors; "" is "upstream stream".
+	Who string
 }
 
 // SSEReader reads server-sent events: lines end in LF, CRLF or CR; a line
@@ -26,18 +39,30 @@ type SSEEvent struct {
 // the last blank line. It is not safe for concurrent use.
 type SSEReader struct {
 	sc   *bufio.Scanner
+	opt  SSEOptions
+	max  int // the longest line, or event with opt.MaxEvent
 	name string
 	id   string
 	data []byte
 	has  bool // a data line was seen
 }
 
-// NewSSEReader reads events from r.
-func NewSSEReader(r io.Reader) *SSEReader {
+// NewSSEReader reads events from r with the default options.
+func NewSSEReader(r io.Reader) *SSEReader { return NewSSEReaderOptions(r, SSEOptions{}) }
+
+// NewSSEReaderOptions reads events from r as opt says.
+func NewSSEReaderOptions(r io.Reader, opt SSEOptions) *SSEReader {
+	max := MaxLine
+	if opt.MaxEvent > 0 {
+		max = opt.MaxEvent
+	}
+	if opt.Who == "" {
+		opt.Who = "upstream stream"
+	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxLine+2) // +2: the line end
+	sc.Buffer(make([]byte, 0, 4096), max+2) // +2: the line end
 	sc.Split(splitLines)
-	return &SSEReader{sc: sc}
+	return &SSEReader{sc: sc, opt: opt, max: max}
 }
 
 // Next returns the next event, or io.EOF, or a *bridge.Error (CodeUpstream
@@ -45,8 +70,8 @@ func NewSSEReader(r io.Reader) *SSEReader {
 func (r *SSEReader) Next() (SSEEvent, error) {
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
-		if len(line) > MaxLine {
-			return SSEEvent{}, errLineTooLong()
+		if len(line) > r.max {
+			return SSEEvent{}, r.errTooLong()
 		}
 		if len(line) == 0 {
 			if ev, ok := r.dispatch(); ok {
@@ -69,23 +94,28 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 			if r.has {
 				r.data = append(r.data, '\n')
 			}
+			if r.opt.MaxEvent > 0 && len(r.data)+len(value) > r.opt.MaxEvent {
+				return SSEEvent{}, r.errTooLong()
+			}
 			r.data = append(r.data, value...)
 			r.has = true
 		case "event":
 			r.name = string(value)
 		case "id":
-			r.id = string(value)
+			if !r.opt.KeepID || bytes.IndexByte(value, 0) < 0 {
+				r.id = string(value)
+			}
 		}
 	}
 	if err := r.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return SSEEvent{}, errLineTooLong()
+			return SSEEvent{}, r.errTooLong()
 		}
 		var be *bridge.Error
 		if errors.As(err, &be) {
 			return SSEEvent{}, be
 		}
-		return SSEEvent{}, bridge.Errorf(bridge.CodeUpstream, "reading upstream stream: %v", err)
+		return SSEEvent{}, bridge.Errorf(bridge.CodeUpstream, "reading %s: %v", r.opt.Who, err)
 	}
 	if ev, ok := r.dispatch(); ok {
 		return ev, nil
@@ -93,17 +123,27 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 	return SSEEvent{}, io.EOF
 }
 
-func errLineTooLong() error {
-	return bridge.Errorf(bridge.CodeUpstream, "upstream stream: SSE line longer than %d bytes", MaxLine)
+func (r *SSEReader) errTooLong() error {
+	what := "line"
+	if r.opt.MaxEvent > 0 {
+		what = "event"
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "%s: an SSE %s longer than %d bytes", r.opt.Who, what, r.max)
 }
 
 func (r *SSEReader) dispatch() (SSEEvent, bool) {
 	if !r.has {
-		r.name, r.id = "", ""
+		r.name = ""
+		if !r.opt.KeepID {
+			r.id = ""
+		}
 		return SSEEvent{}, false
 	}
 	ev := SSEEvent{Name: r.name, ID: r.id, Data: r.data}
-	r.name, r.id, r.data, r.has = "", "", r.data[:0], false
+	r.name, r.data, r.has = "", r.data[:0], false
+	if !r.opt.KeepID {
+		r.id = ""
+	}
 	return ev, true
 }
 

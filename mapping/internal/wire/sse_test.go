@@ -49,3 +49,33 @@ func TestSSEReader(t *testing.T) {
 		})
 	}
 }
+
+// TestSSEReaderOptions: KeepID carries the last id to the events after it
+// (an id with a NUL is ignored), and MaxEvent bounds an event's joined
+// data, not only a line.
+func TestSSEReaderOptions(t *testing.T) {
+	r := NewSSEReaderOptions(strings.NewReader("id: 1\ndata: a\n\ndata: b\n\nid: x\x00y\ndata: c\n\nid:\ndata: d\n\n"), SSEOptions{KeepID: true})
+	var ids []string
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	if diff := cmp.Diff([]string{"1", "1", "1", ""}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+
+	r = NewSSEReaderOptions(strings.NewReader("data: 12345\ndata: 67890\n\n"), SSEOptions{MaxEvent: 8, Who: "upstream agent"})
+	if _, err := r.Next(); err == nil || !strings.HasSuffix(err.Error(), "upstream agent: an SSE event longer than 8 bytes") {
+		t.Errorf("an event over MaxEvent: %v", err)
+	}
+	r = NewSSEReader(strings.NewReader("data: " + strings.Repeat("a", MaxLine) + "\n\n"))
+	if _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "upstream stream: an SSE line longer than") {
+		t.Errorf("a line over MaxLine: %v", err)
+	}
+}
