@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -37,21 +36,9 @@ func DecodeRequest(body []byte) (*bridge.Request, error) { return decodeRequest(
 func DecodeCountTokens(body []byte) (*bridge.Request, error) { return decodeRequest(body, false) }
 
 func decodeRequest(body []byte, messages bool) (*bridge.Request, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
-	}
-	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
+	top, err := wire.DecodeBody(body)
+	if err != nil {
 		return nil, err
-	}
-	if wire.Kind(body) != '{' {
-		if !json.Valid(body) {
-			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
-		}
-		return nil, wire.TypeErr("request body", "object", body)
-	}
-	var top object
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, wire.SyntaxErr("request body", err)
 	}
 	d := reqDecoder{req: &bridge.Request{Inbound: Dialect}, messages: messages}
 	if err := d.decode(top); err != nil {

@@ -38,17 +38,8 @@ var turnFields = map[string]bool{
 // which continue the run that asked for them. Malformed input is a
 // *bridge.Error with CodeInvalid naming the member.
 func DecodeTurn(body []byte) (*TurnRequest, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
-	}
-	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
-		return nil, err
-	}
-	top, err := wire.AsObject(body, "request body")
+	top, err := wire.DecodeBody(body)
 	if err != nil {
-		if !json.Valid(body) {
-			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
-		}
 		return nil, err
 	}
 	t := &TurnRequest{Request: &bridge.Request{Inbound: Dialect, Stream: true, Detached: true}}

@@ -34,21 +34,9 @@ const keyMaxTokens = "max_tokens"
 // Unknown top-level fields go to Request.Extra (ExtraDialect "openai");
 // unknown message fields to Message.Opaque.
 func DecodeRequest(body []byte) (*bridge.Request, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
-	}
-	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
+	top, err := wire.DecodeBody(body)
+	if err != nil {
 		return nil, err
-	}
-	if wire.Kind(body) != '{' {
-		if !json.Valid(body) {
-			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
-		}
-		return nil, wire.TypeErr("request body", "object", body)
-	}
-	var top object
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, wire.SyntaxErr("request body", err)
 	}
 	d := reqDecoder{req: &bridge.Request{Inbound: Dialect}}
 	if err := d.decode(top); err != nil {

@@ -63,21 +63,9 @@ var echoed = []struct{ key, def string }{
 // bridge has no way to serve (conversation, stored prompts, item
 // references) are CodeUnsupported.
 func DecodeRequest(body []byte) (*Request, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "request body: empty")
-	}
-	if err := wire.CheckDepth(body, wire.MaxDepth); err != nil {
+	top, err := wire.DecodeBody(body)
+	if err != nil {
 		return nil, err
-	}
-	if wire.Kind(body) != '{' {
-		if !json.Valid(body) {
-			return nil, wire.SyntaxErr("request body", json.Unmarshal(body, new(any)))
-		}
-		return nil, wire.TypeErr("request body", "object", body)
-	}
-	var top wire.Object
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, wire.SyntaxErr("request body", err)
 	}
 	d := reqDecoder{r: &Request{Hub: &bridge.Request{Inbound: Dialect}, Store: true}}
 	if err := d.decode(top); err != nil {

@@ -1,0 +1,54 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeBody(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    Object
+		wantErr string
+	}{
+		{"object", `{"a":1, "b":"x"}`, Object{"a": []byte("1"), "b": []byte(`"x"`)}, ""},
+		{"empty object", `{}`, Object{}, ""},
+		{"empty", " \n\t", nil, "request body: empty"},
+		{"array", `[1]`, nil, "request body: expected object, got array"},
+		{"invalid", `{"a":`, nil, "request body: invalid JSON at offset"},
+		{"not json", `nope`, nil, "request body: invalid JSON at offset"},
+		{"deep", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), nil, "nested deeper than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeBody([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("DecodeBody(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeBody(%q): %v", tt.in, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("DecodeBody(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":null}]}`, `[`, ``, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := DecodeBody(b)
+		if err == nil && o == nil {
+			t.Fatalf("DecodeBody(%q): nil object without an error", b)
+		}
+	})
+}
