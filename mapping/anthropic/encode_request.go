@@ -651,7 +651,7 @@ func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
 		s.Str("media_type", mt)
 		s.Str("data", p.Data)
 	case strings.HasPrefix(p.URL, "data:"):
-		mt, data, ok := parseDataURL(p.URL)
+		mt, data, ok := wire.ParseDataURL(p.URL)
 		if !ok {
 			e.drop(path + ": a data: URL that is not base64")
 			return nil
@@ -673,19 +673,6 @@ func (e *reqEncoder) source(p *bridge.Part, path string, document bool) []byte {
 		e.drop(path + ".detail")
 	}
 	return s.End()
-}
-
-// parseDataURL splits "data:<media type>;base64,<payload>".
-func parseDataURL(s string) (mediaType, data string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "data:")
-	if !ok {
-		return "", "", false
-	}
-	mt, data, ok := strings.Cut(rest, ";base64,")
-	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
-		return "", "", false
-	}
-	return mt, data, true
 }
 
 // mergeOpaque merges anthropic opaque data into w (when w is not nil) and

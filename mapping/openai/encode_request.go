@@ -404,7 +404,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 	case bridge.PartImage:
 		url := p.URL
 		if url == "" && p.Data != "" && p.MediaType != "" {
-			url = dataURL(p.MediaType, p.Data)
+			url = wire.DataURL(p.MediaType, p.Data)
 		}
 		if url == "" {
 			e.drop(path + ": image without URL or data")
@@ -436,7 +436,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		}
 		switch {
 		case p.Data != "" && p.MediaType != "":
-			f.Str("file_data", dataURL(p.MediaType, p.Data))
+			f.Str("file_data", wire.DataURL(p.MediaType, p.Data))
 		case p.Data != "":
 			f.Str("file_data", p.Data)
 		case strings.HasPrefix(p.URL, "data:"):

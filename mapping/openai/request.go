@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -526,7 +525,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if p.URL == "" { // as OpenAI answers it: no image to send on
 			return p, bridge.Errorf(bridge.CodeInvalid, "%s.image_url: empty URL", path)
 		}
-		if mt, _, ok := parseDataURL(p.URL); ok {
+		if mt, _, ok := wire.ParseDataURL(p.URL); ok {
 			p.MediaType = mt
 		}
 	case "input_audio":
@@ -564,7 +563,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 				return p, err
 			}
 		}
-		if mt, data, ok := parseDataURL(p.Data); ok {
+		if mt, data, ok := wire.ParseDataURL(p.Data); ok {
 			p.MediaType, p.Data = mt, data
 		}
 		d.dropRest(fo, path+".file", "file_id", "file_data", "filename")
@@ -654,19 +653,3 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 	}
 	return calls, nil
 }
-
-// parseDataURL splits "data:<media type>;base64,<payload>". Only that exact
-// form is split, so rebuilding it gives the same bytes.
-func parseDataURL(s string) (mediaType, data string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "data:")
-	if !ok {
-		return "", "", false
-	}
-	mt, data, ok := strings.Cut(rest, ";base64,")
-	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
-		return "", "", false
-	}
-	return mt, data, true
-}
-
-func dataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }

@@ -486,7 +486,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		case p.URL != "":
 			w.Str("image_url", p.URL)
 		case p.Data != "" && p.MediaType != "":
-			w.Str("image_url", dataURL(p.MediaType, p.Data))
+			w.Str("image_url", wire.DataURL(p.MediaType, p.Data))
 		case p.FileID != "":
 			w.Str("file_id", p.FileID)
 		default:
@@ -505,7 +505,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		}
 		switch {
 		case p.Data != "" && p.MediaType != "":
-			w.Str("file_data", dataURL(p.MediaType, p.Data))
+			w.Str("file_data", wire.DataURL(p.MediaType, p.Data))
 		case p.Data != "":
 			w.Str("file_data", p.Data)
 		case p.URL != "":

@@ -606,7 +606,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if err := wire.OptString(o, path, "detail", &p.Detail); err != nil {
 			return p, err
 		}
-		if mt, _, ok := parseDataURL(p.URL); ok {
+		if mt, _, ok := wire.ParseDataURL(p.URL); ok {
 			p.MediaType = mt
 		}
 		known = append(known, "image_url", "file_id", "detail")
@@ -623,7 +623,7 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 		if p.FileID == "" && p.Data == "" && p.URL == "" {
 			return p, bridge.Errorf(bridge.CodeInvalid, "%s: file_id, file_data or file_url required", path)
 		}
-		if mt, data, ok := parseDataURL(p.Data); ok {
+		if mt, data, ok := wire.ParseDataURL(p.Data); ok {
 			p.MediaType, p.Data = mt, data
 		}
 		known = append(known, "file_id", "file_data", "file_url", "filename")
@@ -934,22 +934,6 @@ func appendArray(b []byte, vals []json.RawMessage) []byte {
 	}
 	return append(b, ']')
 }
-
-// parseDataURL splits "data:<media type>;base64,<payload>". Only that exact
-// form is split, so rebuilding it gives the same bytes.
-func parseDataURL(s string) (mediaType, data string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "data:")
-	if !ok {
-		return "", "", false
-	}
-	mt, data, ok := strings.Cut(rest, ";base64,")
-	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
-		return "", "", false
-	}
-	return mt, data, true
-}
-
-func dataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

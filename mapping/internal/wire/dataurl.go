@@ -1,0 +1,21 @@
+package wire
+
+import "strings"
+
+// ParseDataURL splits "data:<media type>;base64,<payload>". Only that exact
+// form is split (a media type without parameters), so DataURL of the parts
+// gives the same bytes back.
+func ParseDataURL(s string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	if !ok {
+		return "", "", false
+	}
+	mt, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mt == "" || strings.ContainsAny(mt, ";,") {
+		return "", "", false
+	}
+	return mt, data, true
+}
+
+// DataURL renders a base64 payload as a data: URL.
+func DataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }
