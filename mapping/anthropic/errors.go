@@ -3,9 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -111,17 +109,11 @@ func DecodeError(status int, body []byte) *bridge.Error {
 		}
 	}
 	if !parsed {
-		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+		e.Message = wire.Truncate(strings.TrimSpace(string(body)), maxErrorText)
 	}
-	e.Message = truncate(e.Message, 4*maxErrorText)
+	e.Message = wire.Truncate(e.Message, 4*maxErrorText)
 	if e.Message == "" {
-		e.Message = "upstream error"
-		if status != 0 {
-			e.Message = "upstream returned status " + strconv.Itoa(status)
-			if t := http.StatusText(status); t != "" {
-				e.Message += " (" + t + ")"
-			}
-		}
+		e.Message = wire.StatusMessage(status)
 	}
 	e.Code = classify(e.Status, e.Type)
 	return e
@@ -208,19 +200,4 @@ func classifyType(typ string) bridge.Code {
 		return bridge.CodeUnavailable
 	}
 	return bridge.CodeUpstream // api_error and anything unknown
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -194,7 +194,7 @@ func (d *streamDecoder) event(sev wire.SSEEvent) {
 		if sev.Name == "ping" {
 			return
 		}
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", truncate(string(sev.Data), 200)))
+		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(sev.Data), 200)))
 		return
 	}
 	typ := ev.Type
@@ -360,7 +360,7 @@ func (d *streamDecoder) blockStop(ev *wireEvent) {
 		// The input_json_deltas make one JSON object; anything else (a
 		// delta lost, garbage) is the upstream's fault, not a tool call.
 		if len(b.args) > 0 && (wire.Kind(b.args) != '{' || !json.Valid(b.args)) {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use %s input is not a JSON object: %s", b.id, truncate(args, 200)))
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use %s input is not a JSON object: %s", b.id, wire.Truncate(args, 200)))
 			return
 		}
 		d.emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: b.tool,

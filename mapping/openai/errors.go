@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -112,16 +111,10 @@ func DecodeError(status int, body []byte) *bridge.Error {
 		parsed = fillError(e, body)
 	}
 	if !parsed {
-		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+		e.Message = wire.Truncate(strings.TrimSpace(string(body)), maxErrorText)
 	}
 	if e.Message == "" {
-		e.Message = "upstream error"
-		if status != 0 {
-			e.Message = "upstream returned status " + strconv.Itoa(status)
-			if t := http.StatusText(status); t != "" {
-				e.Message += " (" + t + ")"
-			}
-		}
+		e.Message = wire.StatusMessage(status)
 	}
 	e.Code = classify(e.Status, e.Type, e.UpstreamCode)
 	return e
@@ -131,7 +124,7 @@ func DecodeError(status int, body []byte) *bridge.Error {
 func fillError(e *bridge.Error, raw []byte) bool {
 	if wire.Kind(raw) == '"' {
 		s, err := wire.AsString(raw, "")
-		e.Message = truncate(s, 4*maxErrorText)
+		e.Message = wire.Truncate(s, 4*maxErrorText)
 		return err == nil
 	}
 	var o struct {
@@ -143,7 +136,7 @@ func fillError(e *bridge.Error, raw []byte) bool {
 	if wire.Kind(raw) != '{' || json.Unmarshal(raw, &o) != nil {
 		return false
 	}
-	e.Message = truncate(scalarText(o.Message), 4*maxErrorText)
+	e.Message = wire.Truncate(scalarText(o.Message), 4*maxErrorText)
 	e.Type = scalarText(o.Type)
 	e.Param = scalarText(o.Param)
 	e.UpstreamCode = scalarText(o.Code)
@@ -235,20 +228,4 @@ func classifyType(typ, code string) bridge.Code {
 		return bridge.CodeUnavailable
 	}
 	return bridge.CodeUpstream
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	// Drop the tail of a rune the cut split (at most 3 bytes).
-	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
 }

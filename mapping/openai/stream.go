@@ -207,7 +207,7 @@ func (d *streamDecoder) chunk(data []byte) {
 	if !fastChunk(&d.fj, data, &c) {
 		c = wireChunk{}
 		if err := json.Unmarshal(data, &c); err != nil || wire.Kind(data) != '{' {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", truncate(string(data), 200)))
+			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", wire.Truncate(string(data), 200)))
 			return
 		}
 	}
