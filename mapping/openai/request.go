@@ -146,19 +146,8 @@ func (d *reqDecoder) decode(top object) error {
 	if err := wire.OptString(top, "", "user", &req.User); err != nil {
 		return err
 	}
-	if raw, ok := top["metadata"]; ok && !wire.IsNull(raw) {
-		o, err := wire.AsObject(raw, "metadata")
-		if err != nil {
-			return err
-		}
-		req.Metadata = make(map[string]string, len(o))
-		for _, k := range wire.SortedKeys(o) {
-			s, err := wire.AsString(o[k], "metadata."+k)
-			if err != nil {
-				return err
-			}
-			req.Metadata[k] = s
-		}
+	if err := wire.OptStringMap(top, "", "metadata", &req.Metadata); err != nil {
+		return err
 	}
 	if raw, ok := top["response_format"]; ok && !wire.IsNull(raw) {
 		if wire.Kind(raw) != '{' {
@@ -178,9 +167,6 @@ func (d *reqDecoder) decode(top object) error {
 	}
 	if len(req.Stop) == 0 {
 		req.Stop = nil
-	}
-	if len(req.Metadata) == 0 {
-		req.Metadata = nil
 	}
 	return nil
 }
@@ -213,23 +199,15 @@ func (d *reqDecoder) streamOptions(top object) error {
 	if err != nil {
 		return err
 	}
-	var rest []string
-	for k, v := range o {
-		if k != "include_usage" {
-			rest = append(rest, k)
-			continue
-		}
-		if wire.IsNull(v) {
-			continue
-		}
+	if v, ok := o["include_usage"]; ok && !wire.IsNull(v) {
 		if d.req.IncludeUsage, err = wire.AsBool(v, "stream_options.include_usage"); err != nil {
 			return err
 		}
 	}
-	if len(rest) > 0 {
+	if rest := wire.Rest(o, "include_usage"); rest != nil {
 		// Kept for a same-dialect upstream; EncodeRequest merges them into
 		// the stream_options it always sends.
-		d.extra("stream_options", wire.RawObject(o, rest))
+		d.extra("stream_options", rest)
 	}
 	return nil
 }
@@ -431,14 +409,8 @@ func (d *reqDecoder) message(raw json.RawMessage, i int) (bridge.Message, error)
 			return msg, err
 		}
 	}
-	var rest []string
-	for k := range o {
-		if !slices.Contains(fields, k) {
-			rest = append(rest, k)
-		}
-	}
-	if len(rest) > 0 {
-		msg.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
+	if rest := wire.Rest(o, fields...); rest != nil {
+		msg.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rest}
 	}
 	return msg, nil
 }
@@ -570,14 +542,8 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 	default:
 		return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(raw)}}, nil
 	}
-	var rest []string
-	for k := range o {
-		if !slices.Contains(known, k) {
-			rest = append(rest, k)
-		}
-	}
-	if len(rest) > 0 {
-		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
+	if rest := wire.Rest(o, known...); rest != nil {
+		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rest}
 	}
 	return p, nil
 }
@@ -639,15 +605,9 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 				return nil, wire.TypeErr(p+".function.arguments", "string", a)
 			}
 		}
-		var rest []string
-		for k := range o {
-			if k != "id" && k != "type" && k != "function" {
-				rest = append(rest, k)
-			}
-		}
 		d.dropRest(f, p+".function", "name", "arguments")
-		if len(rest) > 0 {
-			tc.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
+		if rest := wire.Rest(o, "id", "type", "function"); rest != nil {
+			tc.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rest}
 		}
 		calls = append(calls, tc)
 	}

@@ -175,21 +175,8 @@ func (d *reqDecoder) decode(top wire.Object) error {
 	if err := d.text(top); err != nil {
 		return err
 	}
-	if raw, ok := top["metadata"]; ok && !wire.IsNull(raw) {
-		o, err := wire.AsObject(raw, "metadata")
-		if err != nil {
-			return err
-		}
-		if len(o) > 0 {
-			h.Metadata = make(map[string]string, len(o))
-		}
-		for _, k := range wire.SortedKeys(o) {
-			s, err := wire.AsString(o[k], "metadata."+k)
-			if err != nil {
-				return err
-			}
-			h.Metadata[k] = s
-		}
+	if err := wire.OptStringMap(top, "", "metadata", &h.Metadata); err != nil {
+		return err
 	}
 	for k, v := range top {
 		if !handled[k] {
@@ -630,14 +617,8 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 	default:
 		return bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(raw)}}, nil
 	}
-	var rest []string
-	for k := range o {
-		if !contains(known, k) {
-			rest = append(rest, k)
-		}
-	}
-	if len(rest) > 0 {
-		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: wire.RawObject(o, rest)}
+	if rest := wire.Rest(o, known...); rest != nil {
+		p.Opaque = &bridge.Opaque{Dialect: Dialect, Data: rest}
 	}
 	return p, nil
 }

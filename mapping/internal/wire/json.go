@@ -252,6 +252,49 @@ func OptFloat(o Object, path, key string, dst **float64) error {
 	return nil
 }
 
+// OptStringMap reads o[key], an object of strings, into dst when present
+// and not null; an empty object leaves dst nil.
+func OptStringMap(o Object, path, key string, dst *map[string]string) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	path = Join(path, key)
+	m, err := AsObject(raw, path)
+	if err != nil {
+		return err
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range SortedKeys(m) {
+		s, err := AsString(m[k], path+"."+k)
+		if err != nil {
+			return err
+		}
+		out[k] = s
+	}
+	*dst = out
+	return nil
+}
+
+// Rest renders the members of o whose keys are not in known as one
+// compact object (see RawObject), or nil when there are none: what a
+// decoder keeps of fields the hub has no place for.
+func Rest(o Object, known ...string) json.RawMessage {
+	var keys []string
+	for k := range o {
+		if !slices.Contains(known, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return RawObject(o, keys)
+}
+
 // Compact returns raw without insignificant space, so values kept raw
 // compare equal after a round trip. It does not escape HTML.
 func Compact(raw []byte) json.RawMessage {

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOptStringMap(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[string]string
+		wantErr string
+	}{
+		{"absent", `{}`, nil, ""},
+		{"null", `{"m":null}`, nil, ""},
+		{"empty", `{"m":{}}`, nil, ""},
+		{"strings", `{"m":{"a":"1","b":"2"}}`, map[string]string{"a": "1", "b": "2"}, ""},
+		{"not object", `{"m":[]}`, nil, "x.m: expected object, got array"},
+		{"not string", `{"m":{"a":"1","b":2}}`, nil, "x.m.b: expected string, got number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := AsObject([]byte(tt.in), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]string
+			err = OptStringMap(o, "x", "m", &got)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("OptStringMap(%s) error = %v, want %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("OptStringMap(%s): %v", tt.in, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("OptStringMap(%s) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestRest(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		known []string
+		want  json.RawMessage
+	}{
+		{"all known", `{"a":1,"b":2}`, []string{"a", "b"}, nil},
+		{"empty", `{}`, nil, nil},
+		{"sorted and compact", `{"z": [1, 2], "a":1, "m" : {"k": true}}`, []string{"a"}, json.RawMessage(`{"m":{"k":true},"z":[1,2]}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := AsObject([]byte(tt.in), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, Rest(o, tt.known...)); diff != "" {
+				t.Errorf("Rest(%s, %q) (-want +got):\n%s", tt.in, tt.known, diff)
+			}
+		})
+	}
+}
