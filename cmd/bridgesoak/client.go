@@ -25,6 +25,7 @@ const (
 // streamRecord is what one client saw of one stream.
 type streamRecord struct {
 	script  script
+	dialect string // the inbound dialect it spoke: "openai" or "anthropic"
 	runID   string
 	seqs    []int64 // the seq of every SSE id: the client received, in order
 	text    string  // the content it received
@@ -44,38 +45,61 @@ func (r *streamRecord) lastSeq() int64 {
 	return r.seqs[len(r.seqs)-1]
 }
 
-// soakClient sends streaming chat completions to the bridge.
+// The inbound dialects a soak client speaks.
+const (
+	dialectOpenAI    = "openai"    // POST /v1/chat/completions
+	dialectAnthropic = "anthropic" // POST /v1/messages
+)
+
+// soakClient sends streaming requests to the bridge, in its dialects by
+// turns (by script id).
 type soakClient struct {
-	hc   *http.Client
-	base string
+	hc       *http.Client
+	base     string
+	dialects []string
 }
 
-func newSoakClient(base string, conns int) *soakClient {
+func newSoakClient(base string, conns int, dialects []string) *soakClient {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = conns
 	t.MaxIdleConnsPerHost = conns
 	t.DisableCompression = true
 	t.Proxy = nil // loopback only
-	return &soakClient{hc: &http.Client{Transport: t}, base: base}
+	if len(dialects) == 0 {
+		dialects = []string{dialectOpenAI}
+	}
+	return &soakClient{hc: &http.Client{Transport: t}, base: base, dialects: dialects}
 }
 
 func (c *soakClient) closeIdle() { c.hc.CloseIdleConnections() }
 
-// stream runs one script through POST /v1/chat/completions.
+// dialectOf is the dialect of script k: a multiplicative hash of k, so
+// that the faults (every --fail-every-th script) fall to each dialect.
+func (c *soakClient) dialectOf(k int64) string {
+	return c.dialects[(uint64(k)*0x9E3779B97F4A7C15>>32)%uint64(len(c.dialects))]
+}
+
+// stream runs one script through POST /v1/chat/completions or
+// POST /v1/messages.
 func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
-	rec := &streamRecord{script: s, start: time.Now()}
-	body, _ := json.Marshal(map[string]any{
-		"model":    s.model(),
-		"stream":   true,
-		"messages": []map[string]string{{"role": "user", "content": "soak " + strconv.FormatInt(s.id, 10)}},
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/chat/completions", bytes.NewReader(body))
+	rec := &streamRecord{script: s, start: time.Now(), dialect: c.dialectOf(s.id)}
+	msgs := []map[string]string{{"role": "user", "content": "soak " + strconv.FormatInt(s.id, 10)}}
+	path := "/v1/chat/completions"
+	req := map[string]any{"model": s.model(), "stream": true, "messages": msgs}
+	if rec.dialect == dialectAnthropic {
+		path, req["max_tokens"] = "/v1/messages", 4096
+	}
+	body, _ := json.Marshal(req)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return rec.refused("request: " + err.Error())
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	c.read(req, rec, "")
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if rec.dialect == dialectAnthropic {
+		hreq.Header.Set("anthropic-version", "2023-06-01")
+	}
+	c.read(hreq, rec, "")
 	return rec
 }
 
@@ -126,6 +150,7 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 	var (
 		text    strings.Builder
 		errSeen bool
+		anth    = rec.dialect == dialectAnthropic
 	)
 	text.WriteString(rec.text)
 	defer func() { rec.text = text.String() }()
@@ -138,6 +163,10 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 				rec.cut("SSE line longer than 16 KiB")
 			case req.Context().Err() != nil:
 				rec.cut("timed out")
+			case errors.Is(err, io.EOF) && anth && errSeen:
+				rec.outcome, rec.end = clientFailed, time.Now() // an Anthropic stream ends at its error event
+			case errors.Is(err, io.EOF) && anth:
+				rec.cut("stream ended without message_stop")
 			case errors.Is(err, io.EOF):
 				rec.cut("stream ended without [DONE]")
 			default:
@@ -152,6 +181,9 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 				rec.cut(fmt.Sprintf("bad event id %q", id))
 				return
 			}
+			if n := len(rec.seqs); anth && n > 0 && seq == rec.seqs[n-1] {
+				continue // the frames of one event (content_block_start and its first delta) share its id
+			}
 			if n := len(rec.seqs); n > 0 && seq <= rec.seqs[n-1] {
 				rec.cut(fmt.Sprintf("event id %d after %d", seq, rec.seqs[n-1]))
 				return
@@ -164,6 +196,22 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 			continue // event:, comments and blank lines
 		}
 		data = bytes.TrimSpace(data)
+		if anth {
+			done, bad := anthropicFrame(rec, data, &text, &errSeen)
+			switch {
+			case bad != "":
+				rec.cut(bad)
+				return
+			case done:
+				rec.outcome, rec.end = clientCompleted, time.Now()
+				if errSeen {
+					rec.outcome = clientFailed
+				}
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+				return
+			}
+			continue
+		}
 		if string(data) == "[DONE]" {
 			rec.end = time.Now()
 			if errSeen {
@@ -204,6 +252,40 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 			text.WriteString(ch.Delta.Content)
 		}
 	}
+}
+
+// anthropicFrame takes the data of one Anthropic Messages frame: a text
+// delta's text, an error event's type. It reports done at message_stop,
+// and why the frame is bad, if it is.
+func anthropicFrame(rec *streamRecord, data []byte, text *strings.Builder, errSeen *bool) (done bool, bad string) {
+	var f struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return false, "bad frame: " + err.Error()
+	}
+	switch f.Type {
+	case "content_block_delta":
+		if f.Delta.Type == "text_delta" && f.Delta.Text != "" {
+			if rec.first == 0 && !rec.resumed {
+				rec.first = time.Since(rec.start)
+			}
+			text.WriteString(f.Delta.Text)
+		}
+	case "error":
+		*errSeen = true
+		rec.errCode = f.Error.Type
+	case "message_stop":
+		return true, ""
+	}
+	return false, ""
 }
 
 // parseEventID splits "run_…:17".

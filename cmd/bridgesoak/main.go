@@ -4,14 +4,17 @@
 //
 // It builds cmd/bridge (or takes --bridge), starts it as a child process on
 // 127.0.0.1 with a fresh --db, in front of a fake OpenAI upstream served
-// from this process, and runs --concurrency clients for --duration. Each
+// from this process, and runs --concurrency clients for --duration. The
+// clients speak the --dialects by turns (OpenAI Chat Completions and
+// Anthropic Messages by default, both over the same OpenAI upstream). Each
 // stream asks for 20-50 chunks a few ms apart; every --fail-every-th one's
 // upstream stream fails after half its chunks (alternately: the connection
 // is cut, or an in-stream error object). It then checks:
 //
-//   - every client saw [DONE] after the whole text, or an error frame
-//     after the text that came before its upstream's fault, and the failed
-//     streams are exactly the injected faults;
+//   - every client saw the end of its stream ([DONE], message_stop) after
+//     the whole text, or an error frame after the text that came before
+//     its upstream's fault, and the failed streams are exactly the injected
+//     faults;
 //   - goroutines of the bridge before and after the load, counted by the Go
 //     runtime's scheduler trace (GODEBUG schedtrace, scheddetail) in its
 //     log, once its idle connections are closed; its peak RSS (VmHWM);
@@ -40,12 +43,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
 // options are the flags.
 type options struct {
 	concurrency   int
+	dialects      []string
 	duration      time.Duration
 	chunksMin     int
 	chunksMax     int
@@ -68,6 +74,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		concurrency:   500,
+		dialects:      []string{dialectOpenAI, dialectAnthropic},
 		duration:      60 * time.Second,
 		chunksMin:     20,
 		chunksMax:     50,
@@ -91,6 +98,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bridgesoak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&opt.concurrency, "concurrency", opt.concurrency, "concurrent streaming clients")
+	fs.Func("dialects", "inbound dialects the clients speak by turns, comma-separated: openai, anthropic (default openai,anthropic)", func(v string) error {
+		opt.dialects = nil
+		for d := range strings.SplitSeq(v, ",") {
+			d = strings.TrimSpace(d)
+			if d != dialectOpenAI && d != dialectAnthropic {
+				return fmt.Errorf("unknown dialect %q (want openai or anthropic)", d)
+			}
+			if !slices.Contains(opt.dialects, d) {
+				opt.dialects = append(opt.dialects, d)
+			}
+		}
+		return nil
+	})
 	fs.DurationVar(&opt.duration, "duration", opt.duration, "how long the clients start new streams")
 	fs.IntVar(&opt.chunksMin, "chunks-min", opt.chunksMin, "fewest content chunks of a stream")
 	fs.IntVar(&opt.chunksMax, "chunks-max", opt.chunksMax, "most content chunks of a stream")

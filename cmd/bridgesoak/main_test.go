@@ -91,6 +91,12 @@ func TestSoak(t *testing.T) {
 	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected {
 		t.Errorf("%d injected faults, %d failed streams: want as many, and some", res.injected, res.byOutcome[clientFailed])
 	}
+	for _, d := range []string{dialectOpenAI, dialectAnthropic} {
+		if res.byDialect[d+" "+clientCompleted] == 0 || res.byDialect[d+" "+clientFailed] == 0 {
+			t.Errorf("%s: %d completed, %d failed streams: want some of each", d,
+				res.byDialect[d+" "+clientCompleted], res.byDialect[d+" "+clientFailed])
+		}
+	}
 	if res.goroutinesBefore == 0 || res.goroutinesAfter == 0 || res.peakRSS == 0 {
 		t.Errorf("goroutines %d before, %d after, peak RSS %d: want all measured", res.goroutinesBefore, res.goroutinesAfter, res.peakRSS)
 	}
@@ -109,6 +115,24 @@ func TestSoakCrash(t *testing.T) {
 	}
 	if res.cutByCrash == 0 || res.resumed == 0 {
 		t.Errorf("%d streams cut by the kill, %d resumed: want some", res.cutByCrash, res.resumed)
+	}
+}
+
+// TestDialectOf: the clients' dialects take turns so that each gets both
+// kinds of fault.
+func TestDialectOf(t *testing.T) {
+	opt := defaultOptions()
+	c := newSoakClient("http://127.0.0.1:1", 1, opt.dialects)
+	seen := map[string]int{}
+	for k := int64(1); k <= 2000; k++ {
+		seen[c.dialectOf(k)+" "+string(opt.script(k).fault)]++
+	}
+	for _, d := range opt.dialects {
+		for _, f := range []fault{faultNone, faultCut, faultError} {
+			if seen[d+" "+string(f)] < 10 {
+				t.Errorf("%s %s: %d scripts of 2000, want 10 or more (%v)", d, f, seen[d+" "+string(f)], seen)
+			}
+		}
 	}
 }
 

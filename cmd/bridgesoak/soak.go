@@ -24,6 +24,7 @@ type result struct {
 	warmup     int
 	started    int            // load streams sent
 	byOutcome  map[string]int // load streams by client outcome
+	byDialect  map[string]int // load streams by the client's dialect and outcome
 	injected   int            // load streams whose script has a fault
 	faultKinds map[fault]int
 	maxActive  int64 // streams open at once, as the clients counted
@@ -71,7 +72,7 @@ func (r *result) fail(format string, args ...any) {
 
 // soak runs the whole thing: build, start, load, (crash, restart), check.
 func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err error) {
-	res = &result{opt: opt, byOutcome: map[string]int{}, faultKinds: map[fault]int{}, errCodes: map[string]int{}}
+	res = &result{opt: opt, byOutcome: map[string]int{}, byDialect: map[string]int{}, faultKinds: map[fault]int{}, errCodes: map[string]int{}}
 	dir := opt.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "bridgesoak-"); err != nil {
@@ -131,7 +132,7 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 			p.kill()
 		}
 	}()
-	cl := newSoakClient("http://"+addr, opt.concurrency+16)
+	cl := newSoakClient("http://"+addr, opt.concurrency+16, opt.dialects)
 	defer cl.closeIdle()
 
 	// Warm up (first requests start pools and the GC's workers), then take
@@ -391,7 +392,7 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 	}
 
 	// Resume every stream the kill cut, from the last id its client saw.
-	cl := newSoakClient("http://"+addr, 64)
+	cl := newSoakClient("http://"+addr, 64, opt.dialects)
 	defer cl.closeIdle()
 	var (
 		wg  sync.WaitGroup
@@ -436,6 +437,7 @@ func (r *result) judgeClients(load []*streamRecord, killTime time.Time, ups map[
 			outcome = "resumed " + outcome
 		}
 		r.byOutcome[outcome]++
+		r.byDialect[rec.dialect+" "+outcome]++
 		if rec.errCode != "" {
 			r.errCodes[rec.errCode]++
 		}
@@ -578,6 +580,7 @@ func (r *result) print(w io.Writer) {
 	row("streams", "%d started in %s (%.0f/s), %d at once at most; %d warm-up", r.started, r.loadTime.Round(time.Millisecond),
 		float64(r.started)/max(r.loadTime.Seconds(), 1e-9), r.maxActive, r.warmup)
 	row("client outcomes", "%s", fmtCounts(r.byOutcome))
+	row("by inbound dialect", "%s", fmtCounts(r.byDialect))
 	row("injected upstream faults", "%d (%s)", r.injected, fmtCounts(r.faultKinds))
 	if len(r.errCodes) > 0 {
 		row("error frames by code", "%s", fmtCounts(r.errCodes))
