@@ -104,7 +104,7 @@ func (b *builder) drop(s string) {
 func (b *builder) add(ev *bridge.Event) []op {
 	b.ops = b.ops[:0]
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		b.drop("opaque:" + dialectName(ev.Opaque.Dialect))
+		b.drop("opaque:" + wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindMessageDone:
@@ -438,10 +438,3 @@ func (s *jsonScan) feed(p string) {
 }
 
 func (s *jsonScan) complete() bool { return s.done && !s.bad }
-
-func dialectName(d string) string {
-	if d == "" {
-		return "unknown"
-	}
-	return d
-}

@@ -602,11 +602,7 @@ func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
 		}
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || wire.Kind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
-			d := "unknown"
-			if p.Opaque != nil && p.Opaque.Dialect != "" {
-				d = p.Opaque.Dialect
-			}
-			e.drop(path + ": opaque " + d + " part")
+			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)
@@ -682,11 +678,7 @@ func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path strin
 		return
 	}
 	if o.Dialect != Dialect || w == nil || !w.Merge(o.Data) {
-		d := o.Dialect
-		if d == "" {
-			d = "unknown"
-		}
-		e.drop(path + ": opaque " + d + " data")
+		e.drop(path + ": opaque " + wire.OpaqueDialect(o) + " data")
 	}
 }
 

@@ -40,7 +40,7 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 		return
 	}
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		a.dropped = addDropped(a.dropped, "opaque:"+dialectName(ev.Opaque.Dialect))
+		a.dropped = addDropped(a.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindMessageStarted:

@@ -307,15 +307,8 @@ func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path strin
 		return
 	}
 	if o.Dialect != Dialect || !w.Merge(o.Data) {
-		e.drop(path + ": opaque " + dialectName(o.Dialect) + " data")
+		e.drop(path + ": opaque " + wire.OpaqueDialect(o) + " data")
 	}
-}
-
-func dialectName(d string) string {
-	if d == "" {
-		return "unknown"
-	}
-	return d
 }
 
 func (e *reqEncoder) toolCall(tc *bridge.ToolCall, path string) []byte {
@@ -453,11 +446,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		w.Raw("file", f.End())
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || !json.Valid(p.Opaque.Data) {
-			d := "unknown"
-			if p.Opaque != nil {
-				d = dialectName(p.Opaque.Dialect)
-			}
-			e.drop(path + ": opaque " + d + " part")
+			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)
@@ -465,11 +454,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		e.drop(path + ": " + string(p.Type) + " part")
 		return nil
 	}
-	if p.Opaque != nil {
-		if p.Opaque.Dialect != Dialect || !w.Merge(p.Opaque.Data) {
-			e.drop(path + ": opaque " + dialectName(p.Opaque.Dialect) + " data")
-		}
-	}
+	e.mergeOpaque(w, p.Opaque, path)
 	return w.End()
 }
 

@@ -113,7 +113,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		return nil
 	}
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		e.dropped = addDropped(e.dropped, "opaque:"+dialectName(ev.Opaque.Dialect))
+		e.dropped = addDropped(e.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindMessageStarted:

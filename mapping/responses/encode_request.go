@@ -389,7 +389,7 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 		e.mergeOpaque(w, m.Opaque, path)
 		out = append(out, w.End())
 	} else if m.Opaque != nil && m.Opaque.Dialect != Dialect {
-		e.drop(path + ": opaque " + dialectName(m.Opaque.Dialect) + " data")
+		e.drop(path + ": opaque " + wire.OpaqueDialect(m.Opaque) + " data")
 	}
 	for _, tc := range m.ToolCalls {
 		w := wire.NewObj()
@@ -522,11 +522,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		return nil // reasoning is the model's, not input
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || !json.Valid(p.Opaque.Data) {
-			d := "unknown"
-			if p.Opaque != nil {
-				d = dialectName(p.Opaque.Dialect)
-			}
-			e.drop(path + ": opaque " + d + " part")
+			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)
@@ -534,11 +530,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		e.drop(path + ": " + string(p.Type) + " part")
 		return nil
 	}
-	if p.Opaque != nil {
-		if p.Opaque.Dialect != Dialect || !w.Merge(p.Opaque.Data) {
-			e.drop(path + ": opaque " + dialectName(p.Opaque.Dialect) + " data")
-		}
-	}
+	e.mergeOpaque(w, p.Opaque, path)
 	return w.End()
 }
 
@@ -547,7 +539,7 @@ func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path strin
 		return
 	}
 	if o.Dialect != Dialect || !w.Merge(o.Data) {
-		e.drop(path + ": opaque " + dialectName(o.Dialect) + " data")
+		e.drop(path + ": opaque " + wire.OpaqueDialect(o) + " data")
 	}
 }
 

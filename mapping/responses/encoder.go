@@ -196,7 +196,7 @@ func (e *StreamEncoder) Close() error {
 
 func (e *StreamEncoder) handle(ev *bridge.Event) {
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		e.drop("opaque:" + dialectName(ev.Opaque.Dialect))
+		e.drop("opaque:" + wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindRunStarted:
@@ -876,11 +876,4 @@ func appendUsage(b []byte, u *bridge.Usage) []byte {
 	b = append(b, `},"total_tokens":`...)
 	b = strconv.AppendInt(b, u.Total(), 10)
 	return append(b, '}')
-}
-
-func dialectName(d string) string {
-	if d == "" {
-		return "unknown"
-	}
-	return d
 }
