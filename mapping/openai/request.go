@@ -51,13 +51,7 @@ type reqDecoder struct {
 // drop records a field the hub cannot carry.
 func (d *reqDecoder) drop(path string) { d.req.Dropped = append(d.req.Dropped, path) }
 
-func (d *reqDecoder) extra(k string, v json.RawMessage) {
-	if d.req.Extra == nil {
-		d.req.Extra = map[string]json.RawMessage{}
-		d.req.ExtraDialect = Dialect
-	}
-	d.req.Extra[k] = v
-}
+func (d *reqDecoder) extra(k string, v json.RawMessage) { wire.AddExtra(d.req, Dialect, k, v) }
 
 func (d *reqDecoder) decode(top object) error {
 	req := d.req

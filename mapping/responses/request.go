@@ -82,14 +82,7 @@ type reqDecoder struct {
 
 func (d *reqDecoder) drop(path string) { d.r.Hub.Dropped = append(d.r.Hub.Dropped, path) }
 
-func (d *reqDecoder) extra(k string, v json.RawMessage) {
-	h := d.r.Hub
-	if h.Extra == nil {
-		h.Extra = map[string]json.RawMessage{}
-		h.ExtraDialect = Dialect
-	}
-	h.Extra[k] = v
-}
+func (d *reqDecoder) extra(k string, v json.RawMessage) { wire.AddExtra(d.r.Hub, Dialect, k, v) }
 
 func (d *reqDecoder) decode(top wire.Object) error {
 	r, h := d.r, d.r.Hub

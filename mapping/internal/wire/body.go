@@ -30,3 +30,14 @@ func DecodeBody(body []byte) (Object, error) {
 	}
 	return top, nil
 }
+
+// AddExtra keeps the top-level field k of a request verbatim in
+// req.Extra, which then belongs to dialect: only an upstream of that
+// dialect gets it back.
+func AddExtra(req *bridge.Request, dialect, k string, v json.RawMessage) {
+	if req.Extra == nil {
+		req.Extra = map[string]json.RawMessage{}
+		req.ExtraDialect = dialect
+	}
+	req.Extra[k] = v
+}

@@ -1,10 +1,13 @@
 package wire
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
 )
 
 func TestDecodeBody(t *testing.T) {
@@ -51,4 +54,17 @@ func FuzzDecodeBody(f *testing.F) {
 			t.Fatalf("DecodeBody(%q): nil object without an error", b)
 		}
 	})
+}
+
+func TestAddExtra(t *testing.T) {
+	req := &bridge.Request{}
+	AddExtra(req, "openai", "a", json.RawMessage(`1`))
+	AddExtra(req, "other", "b", json.RawMessage(`2`))
+	want := map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`2`)}
+	if diff := cmp.Diff(want, req.Extra); diff != "" {
+		t.Errorf("Extra (-want +got):\n%s", diff)
+	}
+	if req.ExtraDialect != "openai" {
+		t.Errorf("ExtraDialect = %q, want %q: the first field decides", req.ExtraDialect, "openai")
+	}
 }
