@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -211,22 +210,7 @@ func (a2aInClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn)
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	resp := a2aPost(ctx, t, b, "message/stream", &a2asdk.MessageSendParams{Message: a2aFromTurn(tr)})
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("message/stream: status %d", resp.StatusCode)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
-	r := bufio.NewReader(resp.Body)
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-		}
-		ls.frames = append(ls.frames, f)
-		return f
-	}
+	ls, drop := liveSSE(t, "message/stream", resp, cancel, nil)
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		if tr.session == "" {
@@ -234,7 +218,7 @@ func (a2aInClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn)
 			cr.Body.Close()
 		}
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Session-Id"), frames: ls.frames}
+		obs := ls.observation("X-Session-Id")
 		validateA2AStream(t, obs, a2aCheck{runID: ls.runID, fromStart: true, reqID: matrixA2AReqID})
 		return obs
 	}
@@ -254,11 +238,7 @@ func (a2aInClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID,
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("tasks/resubscribe %s: status %d", runID, resp.StatusCode)
 	}
-	frames, err := readFrames(bufio.NewReader(io.LimitReader(resp.Body, 64<<20)), maxFrames)
-	if err != nil {
-		t.Errorf("tasks/resubscribe %s: %v", runID, err)
-	}
-	obs := &observation{status: resp.StatusCode, header: resp.Header, runID: runID, frames: frames}
+	obs := readReplay(t, "tasks/resubscribe "+runID, resp, runID)
 	validateA2AStream(t, obs, a2aCheck{runID: runID, fromStart: lastEventID == "", complete: true, reqID: matrixA2AReqID})
 	return obs
 }
@@ -281,17 +261,7 @@ type a2aCheck struct {
 
 func validateA2AStream(t *testing.T, obs *observation, c a2aCheck) {
 	t.Helper()
-	problems := checkA2AStream(obs, c)
-	for _, p := range problems {
-		t.Errorf("A2A stream: %s", p)
-	}
-	if len(problems) > 0 {
-		var all strings.Builder
-		for _, f := range obs.frames {
-			fmt.Fprintf(&all, "  %s\n", f)
-		}
-		t.Logf("the stream:\n%s", all.String())
-	}
+	reportStream(t, "A2A stream", obs, checkA2AStream(obs, c))
 }
 
 // checkA2AStream is the grammar of the A2A streams the bridge emits; it

@@ -301,27 +301,12 @@ func (c adkClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn)
 	sess := c.session(ctx, t, b, tr)
 	ctx, cancel := context.WithCancel(ctx)
 	resp := c.post(ctx, t, b, "/run_sse", c.runBody(sess, tr, true))
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("run_sse: status %d", resp.StatusCode)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
+	ls, drop := liveSSE(t, "run_sse", resp, cancel, nil)
 	adkRunSessions.Store(ls.runID, sess)
-	r := bufio.NewReader(resp.Body)
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-		}
-		ls.frames = append(ls.frames, f)
-		return f
-	}
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Session-Id"), frames: ls.frames}
+		obs := ls.observation("X-Session-Id")
 		validateADKStream(t, obs, false)
 		return obs
 	}
@@ -342,11 +327,7 @@ func (c adkClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID,
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("resume %s after %s: status %d: %s", runID, lastEventID, resp.StatusCode, body)
 	}
-	frames, err := readFrames(bufio.NewReader(io.LimitReader(resp.Body, 64<<20)), maxFrames)
-	if err != nil {
-		t.Errorf("resume %s: %v", runID, err)
-	}
-	obs := &observation{status: resp.StatusCode, header: resp.Header, runID: runID, frames: frames}
+	obs := readReplay(t, "resume "+runID, resp, runID)
 	validateADKStream(t, obs, true)
 	return obs
 }

@@ -420,104 +420,26 @@ func parseAnthropicError(body []byte) (*wireError, error) {
 // open starts a raw streamed request, for reading ids and dropping it.
 func (c anthropicClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn) *liveStream {
 	t.Helper()
-	p := c.params(tr)
-	raw, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Fatal(err)
-	}
-	body["stream"] = true
-	raw, _ = json.Marshal(body)
-	ctx, cancel := context.WithCancel(ctx)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/messages", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", "matrix-key")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	if tr.session != "" {
-		req.Header.Set("X-Session-Id", tr.session)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("POST /v1/messages: %v", err)
-	}
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST /v1/messages: status %d: %s", resp.StatusCode, msg)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
-	var seen bytes.Buffer
-	r := bufio.NewReader(io.TeeReader(resp.Body, &seen))
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		for {
-			f, err := readFrame(r)
-			if err != nil {
-				t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-			}
-			if len(f.other) == 1 && f.other[0] == "event: ping" {
-				continue // not an event of the run
-			}
-			ls.frames = append(ls.frames, f)
-			return f
-		}
-	}
+	ping := func(f frame) bool { return len(f.other) == 1 && f.other[0] == "event: ping" } // not an event of the run
+	ls, drop := postStream(ctx, t, b, "/v1/messages", streamBody(t, c.params(tr)), tr.session, ping,
+		"x-api-key", "matrix-key", "anthropic-version", "2023-06-01")
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Session-Id")}
+		obs := ls.observation("X-Session-Id")
 		// Validate exactly the frames read (the reader may have buffered more).
-		var read bytes.Buffer
-		for _, f := range ls.frames {
-			read.WriteString(frameText(f))
-		}
-		observeMessagesStream(t, obs, read.Bytes(), anthropictest.Check{RunID: ls.runID, IDs: true})
+		observeMessagesStream(t, obs, ls.text(), anthropictest.Check{RunID: ls.runID, IDs: true})
 		return obs
 	}
 	return ls
-}
-
-// frameText renders a frame read by readFrame back as SSE.
-func frameText(f frame) string {
-	var b strings.Builder
-	if f.hasID {
-		b.WriteString("id: " + f.id + "\n")
-	}
-	for _, o := range f.other {
-		b.WriteString(o + "\n")
-	}
-	for _, d := range f.data {
-		b.WriteString("data: " + d + "\n")
-	}
-	b.WriteString("\n")
-	return b.String()
 }
 
 // events reads GET /v1/runs/{run}/events (after lastEventID, when set) to
 // the end. A resumed replay continues the message the client was reading.
 func (anthropicClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID, lastEventID string, tr turn) *observation {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/v1/runs/"+runID+"/events", nil)
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		t.Fatalf("GET events of %s: %v", runID, err)
-	}
+	resp := getEvents(ctx, t, b, runID, lastEventID)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET events of %s: status %d: %s", runID, resp.StatusCode, msg)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("events Content-Type %q, want text/event-stream", ct)
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		t.Errorf("events of %s: %v", runID, err)

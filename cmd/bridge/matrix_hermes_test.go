@@ -334,22 +334,7 @@ func (c hermesClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr tu
 	sess := c.session(ctx, t, b, tr)
 	sctx, cancel := context.WithCancel(ctx)
 	resp := hermesPost(sctx, t, b, "/api/sessions/"+sess+"/chat/stream", hermesTurnBody(tr))
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("chat/stream: status %d", resp.StatusCode)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
-	r := bufio.NewReader(resp.Body)
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-		}
-		ls.frames = append(ls.frames, f)
-		return f
-	}
+	ls, drop := liveSSE(t, "chat/stream", resp, cancel, nil)
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		if tr.session == "" { // a client done with the turn stops it, Hermes' way
@@ -357,7 +342,7 @@ func (c hermesClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr tu
 			r.Body.Close()
 		}
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Hermes-Session-Id"), frames: ls.frames}
+		obs := ls.observation("X-Hermes-Session-Id")
 		validateHermesStream(t, obs, false)
 		return obs
 	}
@@ -366,24 +351,9 @@ func (c hermesClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr tu
 
 func (hermesClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID, lastEventID string, _ turn) *observation {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/v1/runs/"+runID+"/events", nil)
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		t.Fatalf("events %s: %v", runID, err)
-	}
+	resp := getEvents(ctx, t, b, runID, lastEventID)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("events %s after %s: status %d: %s", runID, lastEventID, resp.StatusCode, body)
-	}
-	frames, err := readFrames(bufio.NewReader(io.LimitReader(resp.Body, 64<<20)), maxFrames)
-	if err != nil {
-		t.Errorf("events %s: %v", runID, err)
-	}
-	obs := &observation{status: resp.StatusCode, header: resp.Header, runID: runID, frames: frames}
+	obs := readReplay(t, "events of "+runID, resp, runID)
 	validateHermesStream(t, obs, true)
 	return obs
 }

@@ -280,49 +280,12 @@ func checkSDKError(t *testing.T, ae *openai.Error, want *wireError) {
 func (c openaiClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn) *liveStream {
 	t.Helper()
 	tr.stream = true
-	raw, err := json.Marshal(c.params(tr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Fatal(err)
-	}
-	body["stream"] = true
-	raw, _ = json.Marshal(body)
-	ctx, cancel := context.WithCancel(ctx)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/chat/completions", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer matrix-key")
-	if tr.session != "" {
-		req.Header.Set("X-Session-Id", tr.session)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("POST /v1/chat/completions: %v", err)
-	}
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST /v1/chat/completions: status %d: %s", resp.StatusCode, msg)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
-	r := bufio.NewReader(resp.Body)
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-		}
-		ls.frames = append(ls.frames, f)
-		return f
-	}
+	ls, drop := postStream(ctx, t, b, "/v1/chat/completions", streamBody(t, c.params(tr)), tr.session, nil,
+		"Authorization", "Bearer matrix-key")
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Session-Id"), frames: ls.frames}
+		obs := ls.observation("X-Session-Id")
 		validateChatStream(t, obs, streamCheck{runID: ls.runID, model: matrixModel, includeUsage: tr.includeUsage})
 		return obs
 	}
@@ -334,27 +297,9 @@ func (c openaiClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr tu
 // the usage chunk when that request asked include_usage.
 func (openaiClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID, lastEventID string, tr turn) *observation {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/v1/runs/"+runID+"/events", nil)
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		t.Fatalf("GET events of %s: %v", runID, err)
-	}
+	resp := getEvents(ctx, t, b, runID, lastEventID)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET events of %s: status %d: %s", runID, resp.StatusCode, msg)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("events Content-Type %q, want text/event-stream", ct)
-	}
-	frames, err := readFrames(bufio.NewReader(io.LimitReader(resp.Body, 64<<20)), maxFrames)
-	if err != nil {
-		t.Errorf("events of %s: %v", runID, err)
-	}
-	obs := &observation{status: resp.StatusCode, header: resp.Header, runID: runID, frames: frames}
+	obs := readReplay(t, "events of "+runID, resp, runID)
 	validateChatStream(t, obs, streamCheck{runID: runID, model: matrixModel, includeUsage: tr.stream && tr.includeUsage, complete: true})
 	return obs
 }
@@ -394,17 +339,7 @@ type streamCheck struct {
 //   - the stream ends with data: [DONE] and nothing after it.
 func validateChatStream(t *testing.T, obs *observation, c streamCheck) {
 	t.Helper()
-	problems := checkChatStream(obs, c)
-	for _, p := range problems {
-		t.Errorf("Chat Completions stream: %s", p)
-	}
-	if len(problems) > 0 {
-		var all strings.Builder
-		for _, f := range obs.frames {
-			fmt.Fprintf(&all, "  %s\n", f)
-		}
-		t.Logf("the stream:\n%s", all.String())
-	}
+	reportStream(t, "Chat Completions stream", obs, checkChatStream(obs, c))
 }
 
 // checkChatStream is validateChatStream's grammar: it fills obs and returns

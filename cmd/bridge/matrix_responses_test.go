@@ -374,54 +374,13 @@ func crossCheckResponses(t *testing.T, obs *observation, r *responses.Response, 
 func (c responsesClient) open(ctx context.Context, t *testing.T, b *bridgeUT, tr turn) *liveStream {
 	t.Helper()
 	prev, from := c.chain(b, tr)
-	raw, err := json.Marshal(c.params(tr, prev, from))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Fatal(err)
-	}
-	body["stream"] = true
-	raw, _ = json.Marshal(body)
-	ctx, cancel := context.WithCancel(ctx)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/responses", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer matrix-key")
-	if tr.session != "" {
-		req.Header.Set("X-Session-Id", tr.session)
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("POST /v1/responses: %v", err)
-	}
-	drop := func() { cancel(); resp.Body.Close() }
-	t.Cleanup(drop)
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST /v1/responses: status %d: %s", resp.StatusCode, msg)
-	}
-	ls := &liveStream{status: resp.StatusCode, header: resp.Header, runID: resp.Header.Get("X-Run-Id")}
-	r := bufio.NewReader(resp.Body)
-	ls.next = func(t *testing.T) frame {
-		t.Helper()
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", len(ls.frames)+1, err)
-		}
-		ls.frames = append(ls.frames, f)
-		return f
-	}
+	ls, drop := postStream(ctx, t, b, "/v1/responses", streamBody(t, c.params(tr, prev, from)), tr.session, nil,
+		"Authorization", "Bearer matrix-key")
 	ls.drop = func(t *testing.T) *observation {
 		t.Helper()
 		drop()
-		obs := &observation{status: ls.status, header: ls.header, runID: ls.runID, sessionID: resp.Header.Get("X-Session-Id")}
-		var read bytes.Buffer
-		for _, f := range ls.frames {
-			read.WriteString(frameText(f))
-		}
-		observeResponsesStream(t, obs, read.Bytes(), responsestest.Check{RunID: ls.runID, Model: matrixModel})
+		obs := ls.observation("X-Session-Id")
+		observeResponsesStream(t, obs, ls.text(), responsestest.Check{RunID: ls.runID, Model: matrixModel})
 		return obs
 	}
 	return ls
@@ -434,22 +393,9 @@ func (c responsesClient) events(ctx context.Context, t *testing.T, b *bridgeUT, 
 	t.Helper()
 	read := func(cursor string) []byte {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/v1/runs/"+runID+"/events", nil)
-		if cursor != "" {
-			req.Header.Set("Last-Event-ID", cursor)
-		}
-		resp, err := b.http.Do(req)
-		if err != nil {
-			t.Fatalf("GET events of %s: %v", runID, err)
-		}
+		resp := getEvents(ctx, t, b, runID, cursor)
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET events of %s: status %d: %s", runID, resp.StatusCode, body)
-		}
-		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-			t.Errorf("events Content-Type %q, want text/event-stream", ct)
-		}
 		return body
 	}
 	full := &observation{status: http.StatusOK, runID: runID}
