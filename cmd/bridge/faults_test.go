@@ -41,12 +41,15 @@ func errorType(t *testing.T, body string) string {
 	return e.Error.Type
 }
 
-// TestBreakerOverOpenAI: 500s until the breaker opens, then immediate 503s
-// with Retry-After without touching the upstream, then half-open recovery.
-func TestBreakerOverOpenAI(t *testing.T) {
-	var fail atomic.Bool
+// flakyBridge starts a bridge over an OpenAI upstream that answers 500
+// while fail is set (it starts set), and the text "back" once it is
+// cleared. Nothing is retried; the breaker opens after 3 failures, for
+// openFor.
+func flakyBridge(t *testing.T, openFor time.Duration) (base string, up *openaitest.Server, fail *atomic.Bool) {
+	t.Helper()
+	fail = new(atomic.Bool)
 	fail.Store(true)
-	up := openaitest.New(func(int, []byte) openaitest.Reply {
+	up = openaitest.New(func(int, []byte) openaitest.Reply {
 		if fail.Load() {
 			return openaitest.Reply{Status: 500, Body: openaitest.ErrorBody("server_error", "boom", "")}
 		}
@@ -56,9 +59,44 @@ func TestBreakerOverOpenAI(t *testing.T) {
 	t.Cleanup(up.Close)
 	cfg := defaultConfig()
 	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
-		Breaker: outbound.BreakerConfig{Failures: 3, OpenFor: 300 * time.Millisecond},
+		Breaker: outbound.BreakerConfig{Failures: 3, OpenFor: openFor},
 		Retry:   outbound.RetryConfig{Disabled: true}}}
-	base := "http://" + startMain(t, cfg).Addr()
+	return "http://" + startMain(t, cfg).Addr(), up, fail
+}
+
+// faultConfig is the config of a fault table over the upstream at url:
+// short timeouts, quick retries, and a breaker that stays closed (the
+// faults come one after the other and it counts mid-stream ones too; the
+// breaker has its own tests).
+func faultConfig(dialect, url string) Config {
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: dialect, URL: url,
+		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
+		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond},
+		Breaker:  outbound.BreakerConfig{Failures: 100}}}
+	return cfg
+}
+
+// expectInvalidRequest checks the answer to a malformed request: the
+// status wanted, an OpenAI invalid_request_error object, and no Go error
+// string.
+func expectInvalidRequest(t *testing.T, status int, body string, want int) {
+	t.Helper()
+	if status != want {
+		t.Errorf("status %d, want %d: %.300s", status, want, body)
+	}
+	if typ := errorType(t, body); typ != "invalid_request_error" {
+		t.Errorf("type %q", typ)
+	}
+	if strings.Contains(body, "json:") || strings.Contains(body, "runtime") {
+		t.Errorf("a Go error string reached the client: %s", body)
+	}
+}
+
+// TestBreakerOverOpenAI: 500s until the breaker opens, then immediate 503s
+// with Retry-After without touching the upstream, then half-open recovery.
+func TestBreakerOverOpenAI(t *testing.T) {
+	base, up, fail := flakyBridge(t, 300*time.Millisecond)
 
 	for i := range 3 {
 		if status, _, body := chat(t, base, false); status != 500 || errorType(t, body) != "server_error" {
@@ -88,14 +126,7 @@ func TestFaultsOverOpenAI(t *testing.T) {
 	var script atomic.Value // func(n int) openaitest.Reply
 	up := openaitest.New(func(n int, _ []byte) openaitest.Reply { return script.Load().(func(int) openaitest.Reply)(n) })
 	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	// The faults come one after the other and the breaker counts mid-stream
-	// ones too: a high threshold keeps it closed (its own test is above).
-	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
-		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
-		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		Breaker:  outbound.BreakerConfig{Failures: 100}}}
-	base := "http://" + startMain(t, cfg).Addr()
+	base := "http://" + startMain(t, faultConfig("openai", up.BaseURL())).Addr()
 	text := func(c *openaitest.Chunks) *openaitest.Chunks { return c.Role().Text("par", "tial") }
 
 	tests := []struct {
@@ -173,15 +204,7 @@ func TestBadInputOverOpenAI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, _, body := postRaw(t, base, tt.body)
-			if status != tt.status {
-				t.Errorf("status %d, want %d: %.300s", status, tt.status, body)
-			}
-			if typ := errorType(t, body); typ != "invalid_request_error" {
-				t.Errorf("type %q", typ)
-			}
-			if strings.Contains(body, "json:") || strings.Contains(body, "runtime") {
-				t.Errorf("a Go error string reached the client: %s", body)
-			}
+			expectInvalidRequest(t, status, body, tt.status)
 		})
 	}
 }

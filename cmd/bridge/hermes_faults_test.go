@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bridge-dev/bridge/outbound"
-	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
 // TestHermesOverload: a principal over its run limit gets Hermes' 429 with
@@ -38,15 +35,7 @@ func TestHermesOverload(t *testing.T) {
 // the synchronous chat, run.failed on the stream) until the breaker opens;
 // then a turn answers 503 with Retry-After at once, without the upstream.
 func TestHermesBreaker(t *testing.T) {
-	up := openaitest.New(func(int, []byte) openaitest.Reply {
-		return openaitest.Reply{Status: 500, Body: openaitest.ErrorBody("server_error", "boom", "")}
-	})
-	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
-		Breaker: outbound.BreakerConfig{Failures: 3, OpenFor: time.Minute},
-		Retry:   outbound.RetryConfig{Disabled: true}}}
-	base := "http://" + startMain(t, cfg).Addr()
+	base, up, _ := flakyBridge(t, time.Minute) // failing throughout
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	hermesJSON(t, hermesDo(t, ctx, "POST", base+"/api/sessions", `{"id":"hb"}`), 201)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bridge-dev/bridge/outbound"
-	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
 )
 
@@ -42,21 +40,7 @@ func respond(t *testing.T, base, key, body string) (int, string, string) {
 // Responses endpoint answers 503 with Retry-After in OpenAI's shape,
 // without touching the upstream, streamed or not.
 func TestResponsesBreaker(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	up := openaitest.New(func(int, []byte) openaitest.Reply {
-		if fail.Load() {
-			return openaitest.Reply{Status: 500, Body: openaitest.ErrorBody("server_error", "boom", "")}
-		}
-		c := &openaitest.Chunks{ID: "c", Model: "m"}
-		return openaitest.Reply{Chunks: c.Role().Text("back").Finish("stop").List()}
-	})
-	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(),
-		Breaker: outbound.BreakerConfig{Failures: 3, OpenFor: 300 * time.Millisecond},
-		Retry:   outbound.RetryConfig{Disabled: true}}}
-	base := "http://" + startMain(t, cfg).Addr()
+	base, up, fail := flakyBridge(t, 300*time.Millisecond)
 	for i := range 3 {
 		if status, _, body := respond(t, base, "", `{"model":"m","input":"hi"}`); status != 500 || errorType(t, body) != "server_error" {
 			t.Fatalf("call %d: %d %s", i, status, body)
@@ -86,14 +70,7 @@ func TestResponsesFaults(t *testing.T) {
 		return script.Load().(func(int) responsestest.Reply)(n)
 	})
 	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	// The faults come one after the other and the breaker counts mid-stream
-	// ones too: a high threshold keeps it closed (its own test is above).
-	cfg.Upstreams = []Upstream{{Dialect: "responses", URL: up.BaseURL(),
-		Timeouts: outbound.Timeouts{FirstByte: 200 * time.Millisecond, Idle: 200 * time.Millisecond},
-		Retry:    outbound.RetryConfig{Base: time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		Breaker:  outbound.BreakerConfig{Failures: 100}}}
-	base := "http://" + startMain(t, cfg).Addr()
+	base := "http://" + startMain(t, faultConfig("responses", up.BaseURL())).Addr()
 	partial := func() *responsestest.Events {
 		e := &responsestest.Events{ID: "resp_up", Model: "m"}
 		return e.Created().Raw("response.output_item.added",
@@ -192,15 +169,7 @@ func TestResponsesBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, _, body := respond(t, base, "", tt.body)
-			if status != tt.status {
-				t.Errorf("status %d, want %d: %.300s", status, tt.status, body)
-			}
-			if typ := errorType(t, body); typ != "invalid_request_error" {
-				t.Errorf("type %q", typ)
-			}
-			if strings.Contains(body, "json:") || strings.Contains(body, "runtime") {
-				t.Errorf("a Go error string reached the client: %s", body)
-			}
+			expectInvalidRequest(t, status, body, tt.status)
 		})
 	}
 }
