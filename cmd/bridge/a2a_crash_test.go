@@ -51,10 +51,7 @@ func TestA2AKillMidTask(t *testing.T) {
 		}
 	}
 	frames := tap.snapshot()[:len(seen)]
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 	drop()
 	taskID := seen[0].TaskInfo().TaskID
 	streamed := answerText(seen)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -93,14 +92,7 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("X-Session-Id", "restart-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := resp.Header.Get("X-Run-Id")
+	resp, runID := streamDetached(ctx, t, base, "agent", "restart-1")
 	var text strings.Builder
 	seen := readSSE(t, resp.Body, func(evs []sseEvent) bool {
 		text.WriteString(chunkText(t, evs[len(evs)-1].data))
@@ -109,34 +101,16 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 	if text.Len() == 0 || runID == "" {
 		t.Fatalf("run %q: read %d events, text %q", runID, len(seen), text.String())
 	}
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 	resp.Body.Close()
 
 	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent)
-	r, err := http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run bridge.Run
-	err = jsonDecode(r, &run)
-	r.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != bridge.StatusRunning && run.Status != bridge.StatusCompleted {
+	if run := getRun(t, base, runID); run.Status != bridge.StatusRunning && run.Status != bridge.StatusCompleted {
 		t.Fatalf("after the restart the run is %s (%q), want running (resumed upstream)", run.Status, run.Reason)
 	}
 
 	// From the start: follows the resumed run to its end.
-	r, err = http.Get(base + "/v1/runs/" + runID + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := readSSE(t, r.Body, nil)
-	r.Body.Close()
+	all := replaySSE(t, base, runID)
 	var got strings.Builder
 	var last int64
 	ids := map[string]string{}
@@ -167,16 +141,7 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 		}
 	}
 
-	r, err = http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = jsonDecode(r, &run)
-	r.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != bridge.StatusCompleted || len(run.Dropped) != 0 {
+	if run := getRun(t, base, runID); run.Status != bridge.StatusCompleted || len(run.Dropped) != 0 {
 		t.Errorf("the resumed run ended %s (%q), dropped %v; want completed, nothing dropped", run.Status, run.Reason, run.Dropped)
 	}
 	if n := len(up.Requests()); n != 1 {
@@ -196,35 +161,19 @@ func TestA2ARestartResumeRefused(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("X-Session-Id", "restart-2")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := resp.Header.Get("X-Run-Id")
+	resp, runID := streamDetached(ctx, t, base, "agent", "restart-2")
 	var text strings.Builder
 	seen := readSSE(t, resp.Body, func(evs []sseEvent) bool {
 		text.WriteString(chunkText(t, evs[len(evs)-1].data))
 		return text.Len() > 10
 	})
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 	resp.Body.Close()
 	agent.Close()
 
 	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
-	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := readSSE(t, r.Body, nil)
-	r.Body.Close()
 	ids := map[string]string{}
-	for _, ev := range all {
+	for _, ev := range replaySSE(t, base, runID) {
 		ids[ev.id] = ev.data
 	}
 	for _, ev := range seen {
@@ -232,17 +181,7 @@ func TestA2ARestartResumeRefused(t *testing.T) {
 			t.Errorf("event %s the client saw replays as %q, want %q", ev.id, d, ev.data)
 		}
 	}
-	var run bridge.Run
-	r, err = http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = jsonDecode(r, &run)
-	r.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
+	if run := getRun(t, base, runID); run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
 		t.Errorf("the run is %s (%q), want interrupted saying the resume failed", run.Status, run.Reason)
 	}
 }
@@ -262,45 +201,21 @@ func TestA2ARestartOverA2AGo(t *testing.T) {
 	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("X-Session-Id", "restart-3")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := resp.Header.Get("X-Run-Id")
+	resp, runID := streamDetached(ctx, t, base, "agent", "restart-3")
 	var text strings.Builder
 	readSSE(t, resp.Body, func(evs []sseEvent) bool {
 		text.WriteString(chunkText(t, evs[len(evs)-1].data))
 		return text.Len() > 10
 	})
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 	resp.Body.Close()
 
 	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
-	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got strings.Builder
-	for _, ev := range readSSE(t, r.Body, nil) {
+	for _, ev := range replaySSE(t, base, runID) {
 		got.WriteString(chunkText(t, ev.data))
 	}
-	r.Body.Close()
-	var run bridge.Run
-	r, err = http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = jsonDecode(r, &run)
-	r.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := getRun(t, base, runID)
 	if run.Status != bridge.StatusCompleted {
 		t.Errorf("the resumed run ended %s (%q), want completed", run.Status, run.Reason)
 	}

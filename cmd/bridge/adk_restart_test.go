@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,14 +25,7 @@ func TestADKRestartResumesUpstream(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	proc, base := bridgeProcess(t, "--db", db, "--upstream", "adk="+agent)
 
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("X-Session-Id", "adk-restart-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := resp.Header.Get("X-Run-Id")
+	resp, runID := streamDetached(t.Context(), t, base, "agent", "adk-restart-1")
 	var text strings.Builder
 	readSSE(t, resp.Body, func(evs []sseEvent) bool {
 		text.WriteString(chunkText(t, evs[len(evs)-1].data))
@@ -42,35 +34,19 @@ func TestADKRestartResumesUpstream(t *testing.T) {
 	if text.Len() == 0 || runID == "" {
 		t.Fatalf("run %q: text %q", runID, text.String())
 	}
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 	resp.Body.Close()
 
 	_, base = bridgeProcess(t, "--db", db, "--upstream", "adk="+agent)
-	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := readSSE(t, r.Body, nil)
-	r.Body.Close()
 	var got strings.Builder
-	for _, ev := range all {
+	for _, ev := range replaySSE(t, base, runID) {
 		got.WriteString(chunkText(t, ev.data))
 	}
 	if want := strings.Join(answer, ""); got.String() != want {
 		t.Errorf("the run's text after the restart:\n got %q\nwant %q", got.String(), want)
 	}
-	rr, err := http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run bridge.Run
-	err = jsonDecode(rr, &run)
-	rr.Body.Close()
-	if err != nil || run.Status != bridge.StatusCompleted {
-		t.Errorf("run: %v %s %q", err, run.Status, run.Reason)
+	if run := getRun(t, base, runID); run.Status != bridge.StatusCompleted {
+		t.Errorf("run: %s %q", run.Status, run.Reason)
 	}
 	if n := len(up.Requests()); n != 1 {
 		t.Errorf("the model upstream got %d requests, want 1", n)

@@ -71,6 +71,57 @@ func bridgeProcess(t *testing.T, args ...string) (*exec.Cmd, string) {
 
 type sseEvent struct{ id, data string }
 
+// streamDetached starts a streamed Chat Completions request for "go" to
+// model, with X-Session-Id session so the run outlives its client, and
+// returns the response and its run id. The caller closes the body.
+func streamDetached(ctx context.Context, t *testing.T, base, model, session string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("X-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, resp.Header.Get("X-Run-Id")
+}
+
+// killBridge SIGKILLs a bridge process and waits for it to exit.
+func killBridge(t *testing.T, proc *exec.Cmd) {
+	t.Helper()
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+}
+
+// getRun reads GET /v1/runs/{run} from the bridge at base.
+func getRun(t *testing.T, base, runID string) bridge.Run {
+	t.Helper()
+	r, err := http.Get(base + "/v1/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var run bridge.Run
+	if err := json.NewDecoder(r.Body).Decode(&run); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// replaySSE reads GET /v1/runs/{run}/events from the bridge at base, from
+// the start to the end, as readSSE does.
+func replaySSE(t *testing.T, base, runID string) []sseEvent {
+	t.Helper()
+	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	return readSSE(t, r.Body, nil)
+}
+
 // TestKillMidRun SIGKILLs a bridge mid-run: after a restart every event the
 // client had received is in the file, byte for byte, and the run is
 // interrupted.
@@ -89,15 +140,8 @@ func TestKillMidRun(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	req.Header.Set("X-Session-Id", "crash-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, runID := streamDetached(ctx, t, base, "m", "crash-1")
 	defer resp.Body.Close()
-	runID := resp.Header.Get("X-Run-Id")
 	var seen []sseEvent
 	sc := bufio.NewScanner(resp.Body)
 	var cur sseEvent
@@ -116,28 +160,15 @@ func TestKillMidRun(t *testing.T) {
 	if len(seen) < 10 {
 		t.Fatalf("read only %d events: %v", len(seen), sc.Err())
 	}
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	killBridge(t, proc)
 
 	_, base = bridgeProcess(t, "--db", db, "--upstream", "openai="+up.BaseURL())
-	r, err := http.Get(base + "/v1/runs/" + runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run bridge.Run
-	err = json.NewDecoder(r.Body).Decode(&run)
-	r.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != bridge.StatusInterrupted || run.Reason != "bridge restarted" {
+	if run := getRun(t, base, runID); run.Status != bridge.StatusInterrupted || run.Reason != "bridge restarted" {
 		t.Errorf("after restart run is %s (%q), want interrupted (bridge restarted)", run.Status, run.Reason)
 	}
 
 	// A replay from the start holds every event the client saw, unchanged.
-	r, err = http.Get(base + "/v1/runs/" + runID + "/events")
+	r, err := http.Get(base + "/v1/runs/" + runID + "/events")
 	if err != nil {
 		t.Fatal(err)
 	}
