@@ -7,8 +7,6 @@ package main
 // writes the 0.3 wire by hand, as a2a-go and @a2a-js/sdk write it).
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,23 +161,15 @@ func (c a2aInClient) send(ctx context.Context, t *testing.T, b *bridgeUT, tr tur
 
 func (a2aInClient) observe(t *testing.T, rec *capture, stream bool) *observation {
 	t.Helper()
-	status, header, body := rec.snapshot()
-	if header == nil {
-		t.Fatalf("no response was recorded")
-	}
-	obs := &observation{status: status, header: header, runID: header.Get("X-Run-Id"), sessionID: header.Get("X-Session-Id")}
+	obs, body := recorded(t, rec)
 	if !stream {
 		validateA2ATaskResponse(t, obs, body)
 		return obs
 	}
-	if ct := header.Get("Content-Type"); ct != "text/event-stream" {
+	if ct := obs.header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("stream Content-Type %q", ct)
 	}
-	frames, err := readFrames(bufio.NewReader(bytes.NewReader(body)), 0)
-	if err != nil {
-		t.Errorf("stream: %v", err)
-	}
-	obs.frames = frames
+	obs.frames = bodyFrames(t, body, 0)
 	validateA2AStream(t, obs, a2aCheck{runID: obs.runID, fromStart: true, complete: true})
 	return obs
 }

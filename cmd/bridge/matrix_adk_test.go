@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -162,11 +161,7 @@ func (c adkClient) send(ctx context.Context, t *testing.T, b *bridgeUT, tr turn)
 		}
 		return obs
 	}
-	frames, err := readFrames(bufio.NewReader(bytes.NewReader(body)), maxFrames)
-	if err != nil {
-		t.Errorf("stream: %v", err)
-	}
-	obs.frames = frames
+	obs.frames = bodyFrames(t, body, maxFrames)
 	validateADKStream(t, obs, true)
 	return obs
 }

@@ -8,7 +8,6 @@ package main
 // Anthropic's named-event SSE by hand).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -197,24 +196,11 @@ func (c anthropicClient) send(ctx context.Context, t *testing.T, b *bridgeUT, tr
 // observe normalizes a recorded response.
 func (anthropicClient) observe(t *testing.T, rec *capture, tr turn) *observation {
 	t.Helper()
-	status, header, body := rec.snapshot()
-	if header == nil {
-		t.Fatalf("no response was recorded")
-	}
-	obs := &observation{status: status, header: header, runID: header.Get("X-Run-Id"), sessionID: header.Get("X-Session-Id")}
-	ct := header.Get("Content-Type")
+	obs, body := recorded(t, rec)
+	ct := obs.header.Get("Content-Type")
 	switch {
-	case status != http.StatusOK:
-		if !strings.HasPrefix(ct, "application/json") {
-			t.Errorf("error response Content-Type %q, want application/json", ct)
-		}
-		e, err := parseAnthropicError(body)
-		if err != nil {
-			t.Errorf("error response: %v: %s", err, body)
-			e = &wireError{}
-		}
-		e.status = status
-		obs.err = e
+	case obs.status != http.StatusOK:
+		observeErrorResponse(t, obs, body, parseAnthropicError)
 	case tr.stream:
 		if ct != "text/event-stream" {
 			t.Errorf("stream Content-Type %q, want text/event-stream", ct)
@@ -230,11 +216,7 @@ func (anthropicClient) observe(t *testing.T, rec *capture, tr turn) *observation
 // what it says.
 func observeMessagesStream(t *testing.T, obs *observation, body []byte, c anthropictest.Check) {
 	t.Helper()
-	frames, err := readFrames(bufio.NewReader(bytes.NewReader(body)), 0)
-	if err != nil {
-		t.Errorf("stream: %v", err)
-	}
-	obs.frames = frames
+	obs.frames = bodyFrames(t, body, 0)
 	af, err := anthropictest.ParseFrames(body)
 	if err != nil && c.Complete {
 		t.Errorf("stream: %v", err)

@@ -1,9 +1,10 @@
 package main
 
-// What the dialects' client drivers share: a raw streamed request read
-// frame by frame (a driver's open), a run's replay read to its end (a
-// driver's events), and the report of a stream validator's findings. What
-// a dialect sends, and how its stream is validated, stays with its driver.
+// What the dialects' client drivers share: the first steps of observing a
+// recorded response (a driver's send), a raw streamed request read frame
+// by frame (a driver's open), a run's replay read to its end (a driver's
+// events), and the report of a stream validator's findings. What a dialect
+// sends, and how its stream is validated, stays with its driver.
 
 import (
 	"bufio"
@@ -16,6 +17,44 @@ import (
 	"strings"
 	"testing"
 )
+
+// recorded is the response the recording client saw: an observation of
+// its status, header, run and X-Session-Id, and its body.
+func recorded(t *testing.T, rec *capture) (*observation, []byte) {
+	t.Helper()
+	status, header, body := rec.snapshot()
+	if header == nil {
+		t.Fatalf("no response was recorded")
+	}
+	return &observation{status: status, header: header, runID: header.Get("X-Run-Id"), sessionID: header.Get("X-Session-Id")}, body
+}
+
+// observeErrorResponse puts an error response into obs.err: its JSON body,
+// as the dialect's parse reads it, and its status.
+func observeErrorResponse(t *testing.T, obs *observation, body []byte, parse func([]byte) (*wireError, error)) {
+	t.Helper()
+	if ct := obs.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error response Content-Type %q, want application/json", ct)
+	}
+	e, err := parse(body)
+	if err != nil {
+		t.Errorf("error response: %v: %s", err, body)
+		e = &wireError{}
+	}
+	e.status = obs.status
+	obs.err = e
+}
+
+// bodyFrames reads the frames of a whole stream body, at most n (0 for
+// any number).
+func bodyFrames(t *testing.T, body []byte, n int) []frame {
+	t.Helper()
+	frames, err := readFrames(bufio.NewReader(bytes.NewReader(body)), n)
+	if err != nil {
+		t.Errorf("stream: %v", err)
+	}
+	return frames
+}
 
 // streamBody is params, an SDK's request parameters, as a JSON body with
 // "stream": true.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -196,11 +195,7 @@ func (c hermesClient) send(ctx context.Context, t *testing.T, b *bridgeUT, tr tu
 		}
 		return obs
 	}
-	frames, err := readFrames(bufio.NewReader(bytes.NewReader(body)), maxFrames)
-	if err != nil {
-		t.Errorf("stream: %v", err)
-	}
-	obs.frames = frames
+	obs.frames = bodyFrames(t, body, maxFrames)
 	validateHermesStream(t, obs, true)
 	return obs
 }
