@@ -13,26 +13,8 @@ import (
 // a2aCall posts a JSON-RPC body to /a2a with a bearer key ("" for none).
 func a2aCall(t *testing.T, base, key, body string) (int, string, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/a2a", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, b.String(), resp.Header
+	resp, b := call(t, "POST", base+"/a2a", key, body, "Content-Type", "application/json")
+	return resp.StatusCode, b, resp.Header
 }
 
 func rpcErrorCode(t *testing.T, body string) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +14,7 @@ import (
 // adkCall sends a request with a bearer key ("" for none).
 func adkCall(t *testing.T, method, url, key, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return do(t, method, url, key, body, "Content-Type", "application/json")
 }
 
 // TestADKAuth: with inbound keys the ADK endpoints need one, and answer

@@ -11,7 +11,9 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 )
 
-func do(t *testing.T, method, url, key, body string, hdr ...string) (int, string) {
+// call sends a request with a bearer key ("" for none) and hdr (name,
+// value pairs), and returns the response with its body read to the end.
+func call(t *testing.T, method, url, key, body string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	if key != "" {
@@ -26,7 +28,14 @@ func do(t *testing.T, method, url, key, body string, hdr ...string) (int, string
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
+}
+
+// do is call for the status and body alone.
+func do(t *testing.T, method, url, key, body string, hdr ...string) (int, string) {
+	t.Helper()
+	resp, b := call(t, method, url, key, body, hdr...)
+	return resp.StatusCode, b
 }
 
 // TestIsolation: key B cannot read, resume, cancel or join key A's session

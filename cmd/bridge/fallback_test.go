@@ -136,21 +136,12 @@ func fallbackBridge(t *testing.T, primaryURL, fallbackURL string, breaker outbou
 // the run it made.
 func chatRun(t *testing.T, base string, stream bool) (int, string, *bridge.Run) {
 	t.Helper()
-	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-	if stream {
-		body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	}
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := call(t, "POST", base+"/v1/chat/completions", "", chatBody(stream), "Content-Type", "application/json")
 	id := resp.Header.Get("X-Run-Id")
 	if id == "" {
-		return resp.StatusCode, string(b), nil
+		return resp.StatusCode, b, nil
 	}
-	return resp.StatusCode, string(b), runOf(t, base, id)
+	return resp.StatusCode, b, runOf(t, base, id)
 }
 
 // TestFallbackServe: through bridge serve's wiring, an OpenAI client over

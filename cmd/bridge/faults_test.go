@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,21 +12,19 @@ import (
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
+// chatBody is a Chat Completions request for "hi", streamed or not.
+func chatBody(stream bool) string {
+	if stream {
+		return `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	}
+	return `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+}
+
 // chat posts a Chat Completions request and returns the status, the
 // Retry-After header and the body.
 func chat(t *testing.T, base string, stream bool) (int, string, string) {
 	t.Helper()
-	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-	if stream {
-		body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	}
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	return postRaw(t, base, chatBody(stream))
 }
 
 func errorType(t *testing.T, body string) string {
@@ -209,13 +206,10 @@ func TestBadInputOverOpenAI(t *testing.T) {
 	}
 }
 
+// postRaw posts body to /v1/chat/completions and returns the status, the
+// Retry-After header and the body.
 func postRaw(t *testing.T, base, body string) (int, string, string) {
 	t.Helper()
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	resp, b := call(t, "POST", base+"/v1/chat/completions", "", body, "Content-Type", "application/json")
+	return resp.StatusCode, resp.Header.Get("Retry-After"), b
 }

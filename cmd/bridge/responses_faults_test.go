@@ -14,26 +14,8 @@ import (
 // Retry-After header and the body.
 func respond(t *testing.T, base, key, body string) (int, string, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/responses", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, resp.Header.Get("Retry-After"), b.String()
+	resp, b := call(t, http.MethodPost, base+"/v1/responses", key, body, "Content-Type", "application/json")
+	return resp.StatusCode, resp.Header.Get("Retry-After"), b
 }
 
 // TestResponsesBreaker: over a failing upstream the breaker opens and the
