@@ -77,28 +77,12 @@ func TestADKChainResume(t *testing.T) {
 	resp := adkDo(t, ctx, "POST", a+"/v1/chat/completions", string(body))
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var text strings.Builder
-	for _, l := range bytes.Split(raw, []byte("\n")) {
-		d, ok := bytes.CutPrefix(l, []byte("data: "))
-		if !ok || string(d) == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-			Error json.RawMessage `json:"error"`
-		}
-		_ = json.Unmarshal(d, &c)
-		if c.Error != nil {
-			t.Fatalf("error frame: %s", d)
-		}
-		for _, ch := range c.Choices {
-			text.WriteString(ch.Delta.Content)
-		}
+	text, errFrame := chatStreamText(raw)
+	if errFrame != nil {
+		t.Fatalf("error frame: %s", errFrame)
 	}
-	if want := strings.Join(words("c", 16), ""); text.String() != want {
-		t.Errorf("text %q, want %q", text.String(), want)
+	if want := strings.Join(words("c", 16), ""); text != want {
+		t.Errorf("text %q, want %q", text, want)
 	}
 	if runs.Load() != 2 {
 		t.Errorf("run_sse requests between the bridges: %d, want 2 (the run and its resume)", runs.Load())

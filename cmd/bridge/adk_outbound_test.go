@@ -32,24 +32,9 @@ func TestOpenAIOverADK(t *testing.T) {
 			t.Fatalf("chat: %d", resp.StatusCode)
 		}
 		if stream {
-			var text string
 			var buf bytes.Buffer
 			_, _ = buf.ReadFrom(resp.Body)
-			for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
-				d, ok := bytes.CutPrefix(l, []byte("data: "))
-				if !ok || string(d) == "[DONE]" {
-					continue
-				}
-				var c struct {
-					Choices []struct {
-						Delta struct{ Content string } `json:"delta"`
-					} `json:"choices"`
-				}
-				_ = json.Unmarshal(d, &c)
-				for _, ch := range c.Choices {
-					text += ch.Delta.Content
-				}
-			}
+			text, _ := chatStreamText(buf.Bytes())
 			return text
 		}
 		var r struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -35,23 +34,8 @@ func TestOpenAIOverRealADK(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("chat: %d %s", resp.StatusCode, b)
 		}
-		var text strings.Builder
-		for _, l := range bytes.Split(b, []byte("\n")) {
-			d, ok := bytes.CutPrefix(l, []byte("data: "))
-			if !ok || string(d) == "[DONE]" {
-				continue
-			}
-			var c struct {
-				Choices []struct {
-					Delta struct{ Content string } `json:"delta"`
-				} `json:"choices"`
-			}
-			_ = json.Unmarshal(d, &c)
-			for _, ch := range c.Choices {
-				text.WriteString(ch.Delta.Content)
-			}
-		}
-		return text.String(), resp.Header.Get("X-Run-Id")
+		text, _ := chatStreamText(b)
+		return text, resp.Header.Get("X-Run-Id")
 	}
 	msgs := []map[string]string{{"role": "user", "content": "hello"}}
 	a1, run1 := chat(msgs)

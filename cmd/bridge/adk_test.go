@@ -60,6 +60,33 @@ type adkSession struct {
 	ActiveRun json.RawMessage `json:"active_run"`
 }
 
+// chatStreamText is the text of a Chat Completions stream body: the delta
+// content of its data: chunks, in order. errFrame is the first chunk that
+// carries an error object, nil when none does.
+func chatStreamText(body []byte) (text string, errFrame []byte) {
+	var b strings.Builder
+	for _, l := range bytes.Split(body, []byte("\n")) {
+		d, ok := bytes.CutPrefix(l, []byte("data: "))
+		if !ok || string(d) == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(d, &c)
+		if c.Error != nil && errFrame == nil {
+			errFrame = d
+		}
+		for _, ch := range c.Choices {
+			b.WriteString(ch.Delta.Content)
+		}
+	}
+	return b.String(), errFrame
+}
+
 // adkDo sends a JSON request and returns the response (the caller closes it).
 func adkDo(t *testing.T, ctx context.Context, method, url, body string) *http.Response {
 	t.Helper()
