@@ -38,6 +38,33 @@ func startBenchMain(tb testing.TB, cfg Config) *Main {
 	return m
 }
 
+// benchBody is the streamed request every benchmark iteration sends.
+const benchBody = `{"model":"gpt-bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"count to eight"}]}`
+
+// benchUpstream is a local OpenAI upstream answering 8 words, a finish
+// and usage.
+func benchUpstream(b *testing.B) *openaitest.Server {
+	up := openaitest.New(func(int, []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "chatcmpl-bench", Model: "gpt-bench"}
+		return openaitest.Reply{Chunks: c.Role().Text(openaitest.Words("one two three four five six seven eight")...).
+			Finish("stop").Usage(12, 8).List()}
+	})
+	b.Cleanup(up.Close)
+	return up
+}
+
+// benchBridge starts a bridge over up with env as its OTEL_* environment
+// (a name env does not set is empty); the bridge reads it as it starts.
+func benchBridge(b *testing.B, up *openaitest.Server, env map[string]string) *Main {
+	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_TRACES_SAMPLER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"} {
+		b.Setenv(k, env[k])
+	}
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Name: "openai", Dialect: "openai", URL: up.BaseURL()}}
+	return startBenchMain(b, cfg)
+}
+
 // BenchmarkOpenAIToOpenAI is one streamed Chat Completions request through
 // the bridge to an openai upstream (a local fake answering 8 words, a
 // finish and usage), one request at a time, with tracing off and on: off
@@ -52,12 +79,7 @@ func startBenchMain(tb testing.TB, cfg Config) *Main {
 func BenchmarkOpenAIToOpenAI(b *testing.B) {
 	rcv := newDiscardReceiver()
 	b.Cleanup(rcv.Close)
-	up := openaitest.New(func(int, []byte) openaitest.Reply {
-		c := &openaitest.Chunks{ID: "chatcmpl-bench", Model: "gpt-bench"}
-		return openaitest.Reply{Chunks: c.Role().Text(openaitest.Words("one two three four five six seven eight")...).
-			Finish("stop").Usage(12, 8).List()}
-	})
-	b.Cleanup(up.Close)
+	up := benchUpstream(b)
 	modes := []struct {
 		name string
 		env  map[string]string
@@ -68,16 +90,9 @@ func BenchmarkOpenAIToOpenAI(b *testing.B) {
 		{"tracing=on,metrics=on", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL,
 			"OTEL_TRACES_SAMPLER": "always_on", "OTEL_METRICS_EXPORTER": "prometheus"}},
 	}
-	const body = `{"model":"gpt-bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"count to eight"}]}`
 	for _, mode := range modes {
 		b.Run(mode.name, func(b *testing.B) {
-			for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-				"OTEL_TRACES_SAMPLER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"} {
-				b.Setenv(k, mode.env[k])
-			}
-			cfg := defaultConfig()
-			cfg.Upstreams = []Upstream{{Name: "openai", Dialect: "openai", URL: up.BaseURL()}}
-			m := startBenchMain(b, cfg)
+			m := benchBridge(b, up, mode.env)
 			url := "http://" + m.Addr() + "/v1/chat/completions"
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 			defer client.CloseIdleConnections()
@@ -85,7 +100,7 @@ func BenchmarkOpenAIToOpenAI(b *testing.B) {
 			cpu0 := processCPU()
 			b.ReportAllocs()
 			for b.Loop() {
-				benchRequest(b, client, url, body)
+				benchRequest(b, client, url, benchBody)
 			}
 			b.StopTimer()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -135,24 +150,12 @@ func processCPU() int64 {
 func BenchmarkTracingOverheadPaired(b *testing.B) {
 	rcv := newDiscardReceiver()
 	b.Cleanup(rcv.Close)
-	up := openaitest.New(func(int, []byte) openaitest.Reply {
-		c := &openaitest.Chunks{ID: "chatcmpl-bench", Model: "gpt-bench"}
-		return openaitest.Reply{Chunks: c.Role().Text(openaitest.Words("one two three four five six seven eight")...).
-			Finish("stop").Usage(12, 8).List()}
-	})
-	b.Cleanup(up.Close)
+	up := benchUpstream(b)
 	start := func(env map[string]string) string {
-		for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-			"OTEL_TRACES_SAMPLER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"} {
-			b.Setenv(k, env[k])
-		}
-		cfg := defaultConfig()
-		cfg.Upstreams = []Upstream{{Name: "openai", Dialect: "openai", URL: up.BaseURL()}}
-		return "http://" + startBenchMain(b, cfg).Addr() + "/v1/chat/completions" // reads the environment now
+		return "http://" + benchBridge(b, up, env).Addr() + "/v1/chat/completions"
 	}
 	off := start(map[string]string{"OTEL_TRACES_EXPORTER": "none"})
 	on := start(map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_TRACES_SAMPLER": "always_on"})
-	const body = `{"model":"gpt-bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"count to eight"}]}`
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
 	var tOff, tOn time.Duration
@@ -164,7 +167,7 @@ func BenchmarkTracingOverheadPaired(b *testing.B) {
 		}
 		for _, u := range urls {
 			t0 := time.Now()
-			benchRequest(b, client, u, body)
+			benchRequest(b, client, u, benchBody)
 			if u == on {
 				tOn += time.Since(t0)
 			} else {

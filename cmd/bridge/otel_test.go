@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -218,23 +216,13 @@ func TestServeMetrics(t *testing.T) {
 	}
 }
 
-// syncLog is a log destination tests read while the bridge writes.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+// syncLog is a log destination tests read, by line, while the bridge
+// writes.
+type syncLog struct{ syncBuffer }
 
 func (l *syncLog) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(l.String()))
 	for sc.Scan() {
 		out = append(out, sc.Text())
 	}
