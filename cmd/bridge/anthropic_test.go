@@ -96,13 +96,7 @@ func anthBridgeOverOpenAI(t *testing.T, reply func(n int, body []byte) openaites
 	t.Helper()
 	up := openaitest.New(reply)
 	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	u, err := parseUpstream("openai=" + up.BaseURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Upstreams = []Upstream{u}
-	return "http://" + startMain(t, cfg).Addr(), up
+	return serveUpstream(t, "openai="+up.BaseURL()), up
 }
 
 // anthBridgeOverAnthropic starts a bridge whose upstream is an
@@ -111,13 +105,7 @@ func anthBridgeOverAnthropic(t *testing.T, reply func(n int, body []byte) anthro
 	t.Helper()
 	up := anthropictest.New(reply)
 	t.Cleanup(up.Close)
-	cfg := defaultConfig()
-	u, err := parseUpstream("anthropic=" + up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Upstreams = []Upstream{u}
-	return "http://" + startMain(t, cfg).Addr(), up
+	return serveUpstream(t, "anthropic="+up.URL), up
 }
 
 func anthClient(base string, tap *anthTap, opts ...aoption.RequestOption) anthropic.Client {

@@ -22,13 +22,7 @@ func hermesUpstreamBridge(t *testing.T) (string, *hermestest.Server) {
 	srv := hermestest.New()
 	srv.Delay = 15 * time.Millisecond
 	t.Cleanup(srv.Close)
-	u, err := parseUpstream("hermes=" + srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := defaultConfig()
-	cfg.Upstreams = []Upstream{u}
-	return "http://" + startMain(t, cfg).Addr(), srv
+	return serveUpstream(t, "hermes="+srv.URL), srv
 }
 
 // TestOpenAIOverHermes: the openai-go client against a Hermes server:

@@ -171,13 +171,7 @@ func hermesUpstream(t *testing.T) *openaitest.Server {
 func hermesBridge(t *testing.T) (string, *openaitest.Server) {
 	t.Helper()
 	up := hermesUpstream(t)
-	cfg := defaultConfig()
-	u, err := parseUpstream("openai=" + up.BaseURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Upstreams = []Upstream{u}
-	return "http://" + startMain(t, cfg).Addr(), up
+	return serveUpstream(t, "openai="+up.BaseURL()), up
 }
 
 const hermesWeatherTool = `[{"type":"function","function":{"name":"weather","parameters":{"type":"object"}}}]`

@@ -45,6 +45,19 @@ func startMain(t *testing.T, cfg Config) *Main {
 	return m
 }
 
+// serveUpstream starts a bridge with the defaults and one upstream, spec as
+// --upstream takes it (dialect=URL), and returns its base URL.
+func serveUpstream(t *testing.T, spec string) string {
+	t.Helper()
+	u, err := parseUpstream(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{u}
+	return "http://" + startMain(t, cfg).Addr()
+}
+
 func TestDefaultsServeEcho(t *testing.T) {
 	cfg, err := parseServeFlags(nil, io.Discard)
 	if err != nil {
