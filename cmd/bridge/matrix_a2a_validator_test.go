@@ -4,7 +4,6 @@ package main
 // one rule of the grammar in a stream that is otherwise valid.
 
 import (
-	"bufio"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,13 +33,7 @@ func a2aGrammarStream() []string {
 
 func a2aGrammarCheck(t *testing.T, frames []string, c a2aCheck) (*observation, []string) {
 	t.Helper()
-	fs, err := readFrames(bufio.NewReader(strings.NewReader(strings.Join(frames, ""))), 0)
-	obs := &observation{frames: fs}
-	problems := checkA2AStream(obs, c)
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	return obs, problems
+	return checkGrammar(frames, func(obs *observation) []string { return checkA2AStream(obs, c) })
 }
 
 var a2aGrammarOpts = a2aCheck{runID: "run_g", fromStart: true, complete: true, reqID: matrixA2AReqID}
@@ -98,12 +91,7 @@ func TestA2AStreamGrammar(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			_, problems := a2aGrammarCheck(t, c.break_(a2aGrammarStream()), a2aGrammarOpts)
-			for _, p := range problems {
-				if strings.Contains(p, c.want) {
-					return
-				}
-			}
-			t.Errorf("the validator did not catch it (want a problem with %q); problems: %q", c.want, problems)
+			expectProblem(t, problems, c.want)
 		})
 	}
 

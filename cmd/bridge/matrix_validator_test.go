@@ -41,15 +41,33 @@ func grammarStream() []string {
 	}
 }
 
-func grammarCheck(t *testing.T, frames []string, c streamCheck) (*observation, []string) {
-	t.Helper()
+// checkGrammar runs a stream grammar's check over the frames, joined and
+// read back; a stream that does not read (it ends inside a frame) is one
+// more problem.
+func checkGrammar(frames []string, check func(*observation) []string) (*observation, []string) {
 	fs, err := readFrames(bufio.NewReader(strings.NewReader(strings.Join(frames, ""))), 0)
 	obs := &observation{frames: fs}
-	problems := checkChatStream(obs, c)
+	problems := check(obs)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
 	return obs, problems
+}
+
+// expectProblem fails t unless one of the problems has want in it.
+func expectProblem(t *testing.T, problems []string, want string) {
+	t.Helper()
+	for _, p := range problems {
+		if strings.Contains(p, want) {
+			return
+		}
+	}
+	t.Errorf("the validator did not catch it (want a problem with %q); problems: %q", want, problems)
+}
+
+func grammarCheck(t *testing.T, frames []string, c streamCheck) (*observation, []string) {
+	t.Helper()
+	return checkGrammar(frames, func(obs *observation) []string { return checkChatStream(obs, c) })
 }
 
 var grammarOpts = streamCheck{runID: "run_g", model: matrixModel, includeUsage: true, complete: true}
@@ -136,12 +154,7 @@ func TestChatStreamGrammar(t *testing.T) {
 				opts = c.opts(opts)
 			}
 			_, problems := grammarCheck(t, frames, opts)
-			for _, p := range problems {
-				if strings.Contains(p, c.want) {
-					return
-				}
-			}
-			t.Errorf("the validator did not catch it (want a problem with %q); problems: %q", c.want, problems)
+			expectProblem(t, problems, c.want)
 		})
 	}
 
