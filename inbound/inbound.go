@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -97,11 +96,11 @@ func (s *SSEWriter) Flush() error {
 // deltas) leave in one write, never held for an event still to come.
 //
 // The writer is made later (a handler writes nothing until it knows the
-// run's first event). It is used by the goroutine that iterates the
-// subscription, or under the lock given to Guard.
+// run's first event). Only the goroutine that iterates the subscription
+// may use it: a dialect whose pings write from another goroutine
+// (Anthropic, Hermes) flushes every event instead.
 type Batch struct {
 	sw *SSEWriter
-	mu sync.Locker // held while flushing, when others write too
 }
 
 // NewBatch returns a Batch and the context to subscribe with. Until its
@@ -116,19 +115,7 @@ func (b *Batch) flush() {
 	if b == nil || b.sw == nil {
 		return
 	}
-	if b.mu != nil {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-	}
 	_ = b.sw.Flush() // a failed write shows at the next Write
-}
-
-// Guard makes the idle flush hold mu: the writer is shared with another
-// goroutine (a pinger) that holds mu while it writes and flushes.
-func (b *Batch) Guard(mu sync.Locker) {
-	if b != nil {
-		b.mu = mu
-	}
 }
 
 // Writer is NewSSEWriter whose flushes wait for the subscription to be
