@@ -815,14 +815,7 @@ func (e *Engine) enqueue(lr *liveRun, p *pending) {
 // this upstream knows them by.
 func (e *Engine) mapToolCallIDs(ctx context.Context, up Upstream, req *Request) {
 	minter, _ := up.(ToolCallMinter)
-	cache := map[string]string{}
-	remote := func(local string) string {
-		if local == "" {
-			return ""
-		}
-		if r, ok := cache[local]; ok {
-			return r
-		}
+	req.Messages = RemapToolCallIDs(req.Messages, func(local string) string {
 		r, err := e.store.RemoteID(ctx, IDToolCall, up.Name(), local)
 		if err != nil {
 			r = local
@@ -831,30 +824,8 @@ func (e *Engine) mapToolCallIDs(ctx context.Context, up Upstream, req *Request) 
 				_ = e.store.PutID(ctx, IDMapping{Kind: IDToolCall, Scope: up.Name(), Local: local, Remote: r})
 			}
 		}
-		cache[local] = r
 		return r
-	}
-	var msgs []Message
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if len(m.ToolCalls) == 0 && m.ToolCallID == "" {
-			continue
-		}
-		if msgs == nil {
-			msgs = slices.Clone(req.Messages)
-		}
-		c := &msgs[i]
-		if len(c.ToolCalls) > 0 {
-			c.ToolCalls = slices.Clone(c.ToolCalls)
-			for j := range c.ToolCalls {
-				c.ToolCalls[j].ID = remote(c.ToolCalls[j].ID)
-			}
-		}
-		c.ToolCallID = remote(c.ToolCallID)
-	}
-	if msgs != nil {
-		req.Messages = msgs
-	}
+	})
 }
 
 // recordToolCallID keeps the id an upstream minted, so later turns send it

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -81,4 +82,53 @@ func (a *assembler) message(runID string, now time.Time) *Message {
 		return nil
 	}
 	return &Message{RunID: runID, Created: now, Role: RoleAssistant, Parts: a.parts, ToolCalls: a.calls}
+}
+
+// RemapToolCallIDs returns msgs with each tool-call id (a call's, and a
+// tool result's) replaced by remote(id). remote is asked once per id, so
+// the same id always becomes the same one. It returns msgs itself when no
+// id changes; else a copy, in which the messages and calls it changes are
+// copies too: msgs is never written.
+func RemapToolCallIDs(msgs []Message, remote func(string) string) []Message {
+	var cache map[string]string
+	get := func(id string) string {
+		if id == "" {
+			return ""
+		}
+		r, ok := cache[id]
+		if !ok {
+			if cache == nil {
+				cache = map[string]string{}
+			}
+			r = remote(id)
+			cache[id] = r
+		}
+		return r
+	}
+	var out []Message
+	for i := range msgs {
+		m := &msgs[i]
+		changed := m.ToolCallID != "" && get(m.ToolCallID) != m.ToolCallID
+		for _, c := range m.ToolCalls {
+			changed = changed || (c.ID != "" && get(c.ID) != c.ID)
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		c := &out[i]
+		if len(c.ToolCalls) > 0 {
+			c.ToolCalls = slices.Clone(c.ToolCalls)
+			for j := range c.ToolCalls {
+				c.ToolCalls[j].ID = get(c.ToolCalls[j].ID)
+			}
+		}
+		c.ToolCallID = get(c.ToolCallID)
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }

@@ -36,3 +36,35 @@ func TestAssemblerKeepsEachSignedBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestRemapToolCallIDs: ids are mapped once each, calls and results
+// alike; the input is never written; nothing to change is no copy.
+func TestRemapToolCallIDs(t *testing.T) {
+	in := []Message{
+		{Role: RoleUser, Parts: []Part{{Type: PartText, Text: "hi"}}},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "a", Name: "f"}, {ID: "b", Name: "g"}}},
+		{Role: RoleTool, ToolCallID: "a"},
+		{Role: RoleTool, ToolCallID: "b"},
+	}
+	asked := map[string]int{}
+	out := RemapToolCallIDs(in, func(id string) string {
+		asked[id]++
+		if id == "a" {
+			return "remote-a"
+		}
+		return id
+	})
+	if out[1].ToolCalls[0].ID != "remote-a" || out[1].ToolCalls[1].ID != "b" || out[2].ToolCallID != "remote-a" || out[3].ToolCallID != "b" {
+		t.Errorf("mapped %+v", out)
+	}
+	if in[1].ToolCalls[0].ID != "a" || in[2].ToolCallID != "a" {
+		t.Errorf("the input was written: %+v", in)
+	}
+	if asked["a"] != 1 || asked["b"] != 1 || len(asked) != 2 {
+		t.Errorf("remote asked %v, want each id once", asked)
+	}
+	same := RemapToolCallIDs(in, func(id string) string { return id })
+	if &same[0] != &in[0] {
+		t.Error("nothing changed, but the transcript was copied")
+	}
+}

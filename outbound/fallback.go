@@ -199,48 +199,11 @@ func (f *Fallback) fallbackRequest(ctx context.Context, req *bridge.Request, up 
 	})
 }
 
-// remapToolCallIDs returns req with each tool-call id of its messages
-// replaced by remote(id), the same id always by the same one within the
-// request; req itself when nothing changes.
+// remapToolCallIDs is req with its transcript's tool-call ids mapped by
+// remote (bridge.RemapToolCallIDs); req itself when none changes.
 func remapToolCallIDs(req *bridge.Request, remote func(string) string) *bridge.Request {
-	var cache map[string]string
-	get := func(id string) string {
-		if id == "" {
-			return ""
-		}
-		r, ok := cache[id]
-		if !ok {
-			if cache == nil {
-				cache = map[string]string{}
-			}
-			r = remote(id)
-			cache[id] = r
-		}
-		return r
-	}
-	var msgs []bridge.Message
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		changed := m.ToolCallID != "" && get(m.ToolCallID) != m.ToolCallID
-		for _, c := range m.ToolCalls {
-			changed = changed || (c.ID != "" && get(c.ID) != c.ID)
-		}
-		if !changed {
-			continue
-		}
-		if msgs == nil {
-			msgs = slices.Clone(req.Messages)
-		}
-		c := &msgs[i]
-		if len(c.ToolCalls) > 0 {
-			c.ToolCalls = slices.Clone(c.ToolCalls)
-			for j := range c.ToolCalls {
-				c.ToolCalls[j].ID = get(c.ToolCalls[j].ID)
-			}
-		}
-		c.ToolCallID = get(c.ToolCallID)
-	}
-	if msgs == nil {
+	msgs := bridge.RemapToolCallIDs(req.Messages, remote)
+	if len(msgs) == 0 || &msgs[0] == &req.Messages[0] {
 		return req
 	}
 	r := *req
