@@ -15,10 +15,10 @@ import (
 // exactly: invalid JSON, \u escapes and invalid UTF-8 (encoding/json's
 // replacements), control characters (fastjson lets them into strings,
 // encoding/json refuses them; a tab between tokens is valid, but rare
-// enough to take the slow path), a field of another type, keys that differ from a known
-// one only in case or that repeat (encoding/json matches them
-// case-insensitively and keeps the last), and the rarer fields (usage,
-// error, tool calls, reasoning objects). The caller then decodes with
+// enough to take the slow path), a field of another type, keys that
+// differ from a known one only in case or that repeat (encoding/json
+// matches them case-insensitively and keeps the last), and the rarer
+// fields (usage, error, tool calls, reasoning objects). The caller then decodes with
 // encoding/json; FuzzFastChunk holds the two to the same result.
 func fastChunk(p *fastjson.Parser, data []byte, c *wireChunk) bool {
 	if !plain(data) || !utf8.Valid(data) || fastjson.ValidateBytes(data) != nil {
