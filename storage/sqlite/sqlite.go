@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -52,6 +53,9 @@ type Store struct {
 	r   *sql.DB // read connections (the writer itself for ":memory:")
 	c   *sql.DB // the checkpointer's connection (nil for ":memory:")
 	now func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
 
 	// The checkpointer moves WAL pages into the database file off the commit
 	// path: the writer never checkpoints (and never pays the fsync) itself.
@@ -242,8 +246,14 @@ func (s *Store) init(ctx context.Context) error {
 }
 
 // Close closes the prepared statements and the database. It must not be
-// called while other calls are in progress.
+// called while other calls are in progress. Closing again returns what the
+// first Close did.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
 	var errs []error
 	if s.ckptStop != nil {
 		close(s.ckptStop)

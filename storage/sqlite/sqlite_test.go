@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,7 +103,8 @@ func TestMigrationsReopen(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"}}
+	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
+		{5, "0005_fewer_pages.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -371,5 +373,110 @@ func TestEventPacks(t *testing.T) {
 	n, err := s.DeleteEventsBefore(ctx, t0.Add(2*time.Minute))
 	if err != nil || n != int64(len(want)+1+len(b)+1) {
 		t.Errorf("DeleteEventsBefore: %d %v, want %d", n, err, len(want)+1+len(b)+1)
+	}
+}
+
+// TestMigrationFewerPages: migration 0005 rebuilds sessions (WITHOUT
+// ROWID) and messages (no AUTOINCREMENT) in a database the earlier
+// migrations made, keeping every row and every message position, so the
+// history's ids and cursors hold; a new message is numbered after them.
+func TestMigrationFewerPages(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	t0 := bridgetest.T0
+	// Rows written by the store, to copy into a database at version 4.
+	src := filepath.Join(dir, "src.db")
+	s := MustOpen(t, src, sqlite.Options{})
+	sess := &bridge.Session{ID: "sess_1", Principal: "alice", Created: t0, Updated: t0, State: []byte(`{"a":1}`)}
+	run := &bridge.Run{ID: "run_1", SessionID: "sess_1", Principal: "alice", Status: bridge.StatusRunning, Created: t0}
+	input := []bridge.Message{
+		{RunID: "run_1", Created: t0, Role: bridge.RoleSystem, Parts: []bridge.Part{bridge.TextPart("be brief")}},
+		{RunID: "run_1", Created: t0, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}},
+	}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, run, input); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	old := filepath.Join(dir, "old.db")
+	db := rawDB(t, old)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range []string{"0001_init.sql", "0002_run_render.sql", "0003_event_packs.sql", "0004_client_id_partial.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, ?, 1)`, v+1, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := db.Conn(ctx) // ATTACH holds for one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ATTACH DATABASE '` + src + `' AS src`,
+		`INSERT INTO sessions (id, principal, created, updated, state) SELECT id, principal, created, updated, state FROM src.sessions`,
+		`INSERT INTO runs SELECT * FROM src.runs`,
+		// positions 11 and 12, after a gap: what AUTOINCREMENT may leave
+		`INSERT INTO messages (position, session_id, run_id, role, payload, fingerprint, created)
+			SELECT position + 10, session_id, run_id, role, payload, fingerprint, created FROM src.messages`,
+		`DETACH DATABASE src`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	db.Close()
+
+	s = MustOpen(t, old, sqlite.Options{}) // applies 0005
+	if got, err := s.Session(ctx, "sess_1"); err != nil || !cmp.Equal(sess, got) {
+		t.Errorf("Session after the migration: %+v, %v; want %+v", got, err, sess)
+	}
+	msgs, _, err := s.Messages(ctx, "sess_1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := []string{msgs[0].ID, msgs[1].ID}; len(msgs) != 2 || ids[0] != "m11" || ids[1] != "m12" {
+		t.Errorf("message ids %v, want [m11 m12]", ids)
+	}
+	if d := cmp.Diff(input, msgs, cmpopts.IgnoreFields(bridge.Message{}, "ID")); d != "" {
+		t.Errorf("Messages after the migration (-want +got):\n%s", d)
+	}
+	answer := bridge.Message{RunID: "run_1", Created: t0, Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("yo")}}
+	if err := s.Commit(ctx, &bridge.Batch{Messages: []bridge.Message{answer}}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err = s.Messages(ctx, "sess_1", 0, 0); err != nil || len(msgs) != 3 || msgs[2].ID != "m13" {
+		t.Errorf("after a new message: %+v, %v; want it as m13", msgs, err)
+	}
+	raw := rawDB(t, old)
+	var sessSQL, msgSQL string
+	var seq int
+	if err := raw.QueryRowContext(ctx, `SELECT (SELECT sql FROM sqlite_master WHERE name = 'sessions'),
+		(SELECT sql FROM sqlite_master WHERE name = 'messages'),
+		(SELECT count(*) FROM sqlite_sequence WHERE name = 'messages')`).Scan(&sessSQL, &msgSQL, &seq); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sessSQL, "WITHOUT ROWID") || strings.Contains(msgSQL, "AUTOINCREMENT") || seq != 0 {
+		t.Errorf("schema after the migration: sessions %q, messages %q, %d sqlite_sequence rows for messages", sessSQL, msgSQL, seq)
+	}
+	var fk, integrity string
+	if err := raw.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Errorf("integrity_check %q, %v", integrity, err)
+	}
+	if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != "0" {
+		t.Errorf("foreign_key_check: %s violations, %v", fk, err)
 	}
 }
