@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"slices"
 
@@ -42,9 +43,14 @@ type FallbackConfig struct {
 // idempotent, only the breaker, a connect error or a 429, see
 // FallbackConfig.Idempotent), calls the next fallback in order,
 // each the wrapped upstream of its own configuration (its own breaker and
-// retries). A failure that is the client's (a 4xx for its request) or the
-// client's cancel stops the chain, and so does a call that has answered:
-// a stream that fails after its first byte is never replayed elsewhere.
+// retries). An upstream that answers, then fails before its first event
+// that serves the call (anything but message_started and usage), by its
+// fault, counts as failing before answering: Anthropic's 200 whose first
+// event is an overloaded error. A failure that is the client's (a 4xx for
+// its request) or the client's cancel stops the chain, and so does a call
+// that has begun: a stream that fails after its first text, tool call or
+// other content is never replayed elsewhere. The last upstream's stream is
+// passed on as it comes.
 //
 // When every upstream failed by its fault, Open returns the primary's error
 // (the route's upstream, with its Retry-After); when a fallback refused the
@@ -102,10 +108,13 @@ func (f *Fallback) Fallbacks() []bridge.Upstream { return slices.Clone(f.next) }
 func (f *Fallback) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	call, err := f.primary.Open(ctx, f.primaryRequest(req))
 	if err == nil {
+		err = f.firstEvents(ctx, f.primary, call)
+	}
+	if err == nil {
 		return served(call, f.primary), nil
 	}
 	first, from := err, f.primary
-	for _, up := range f.next {
+	for i, up := range f.next {
 		if ctx.Err() != nil || !f.fallible(from, err) {
 			return nil, err
 		}
@@ -116,6 +125,9 @@ func (f *Fallback) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 			f.cfg.OnFallback(ctx, from, up, err)
 		}
 		call, err = up.Open(ctx, f.fallbackRequest(ctx, req, up))
+		if err == nil && i < len(f.next)-1 {
+			err = f.firstEvents(ctx, up, call)
+		}
 		if err == nil {
 			f.log.Info("fallback upstream serves the call", "upstream", f.primary.Name(), "fallback", up.Name())
 			return served(call, up), nil
@@ -126,6 +138,56 @@ func (f *Fallback) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 		return nil, first
 	}
 	return nil, err
+}
+
+// firstEvents reads call's stream up to its first event that shows up
+// serving the call: anything but message_started and usage. When the
+// stream fails before that, by up's fault and as fallible allows (an
+// upstream that answered 200, then an overloaded error as its first
+// event), it stops the stream and returns the failure, for the next
+// upstream to be tried. Otherwise call.Events becomes the events read,
+// then the rest, as the upstream sent them. A failure is a stream error
+// or a failed final with its error.
+func (f *Fallback) firstEvents(ctx context.Context, up bridge.Upstream, call *bridge.Call) error {
+	type item struct {
+		ev  bridge.Event
+		err error
+	}
+	next, stop := iter.Pull2(call.Events)
+	var read []item
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		failure := err
+		if err == nil && ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed && ev.Final.Error != nil {
+			failure = ev.Final.Error
+		}
+		if failure != nil && ctx.Err() == nil && f.fallible(up, failure) {
+			stop()
+			return failure
+		}
+		read = append(read, item{ev, err})
+		if err != nil || (ev.Kind != bridge.KindMessageStarted && ev.Kind != bridge.KindUsage) {
+			break
+		}
+	}
+	call.Events = func(yield func(bridge.Event, error) bool) {
+		defer stop()
+		for _, it := range read {
+			if !yield(it.ev, it.err) || it.err != nil {
+				return
+			}
+		}
+		for {
+			ev, err, ok := next()
+			if !ok || !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+	return nil
 }
 
 // fallible reports whether up's failure err lets the call go on to a

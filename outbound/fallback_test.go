@@ -298,3 +298,162 @@ func TestFallbackPrimaryGetsIDsItTakes(t *testing.T) {
 		t.Errorf("ids the primary got (-want +got):\n%s", diff)
 	}
 }
+
+// scriptedStream answers every Open with events, and after them err when
+// it is set (a stream error).
+type scriptedStream struct {
+	bridgetest.Upstream
+	events []bridge.Event
+	err    error
+	opened int
+	closed int // streams that ended, read to their end or stopped
+	mu     sync.Mutex
+}
+
+func (s *scriptedStream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	if _, err := s.Upstream.Open(ctx, req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.opened++
+	s.mu.Unlock()
+	return &bridge.Call{Events: func(yield func(bridge.Event, error) bool) {
+		defer func() { s.mu.Lock(); s.closed++; s.mu.Unlock() }()
+		for _, ev := range s.events {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			yield(bridge.Event{}, s.err)
+		}
+	}}, nil
+}
+
+func overloadedFinal() bridge.Event {
+	return bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Reason: "overloaded",
+		Error: &bridge.Error{Code: bridge.CodeUnavailable, Status: 529, Message: "Overloaded"}}}
+}
+
+// TestFallbackFirstEventFails: an upstream that answers, then fails by its
+// fault before its first event that serves the call, is passed over like
+// one that failed to answer; once the stream has served anything, or when
+// the failure is the client's, the stream goes to the client as it came.
+func TestFallbackFirstEventFails(t *testing.T) {
+	started := bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: "r"}
+	text := bridge.Event{Kind: bridge.KindTextDelta, Text: "par"}
+	usage := bridge.Event{Kind: bridge.KindUsage, Usage: &bridge.Usage{InputTokens: bridge.Int64(3)}}
+	clientFault := bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed,
+		Error: &bridge.Error{Code: bridge.CodeInvalid, Status: 400, Message: "bad tool schema"}}}
+	unavailable := &bridge.Error{Code: bridge.CodeUnavailable, Status: 503, Message: "upstream stream: overloaded"}
+	tests := []struct {
+		name       string
+		events     []bridge.Event
+		err        error
+		wantServed string
+		wantKinds  []bridge.Kind // what the served call yields ("error" for a stream error)
+		wantTaken  []string
+	}{
+		{"an error event first", []bridge.Event{overloadedFinal()}, nil, "f", []bridge.Kind{bridge.KindMessageStarted, bridge.KindTextDelta, bridge.KindMessageDone, bridge.KindFinal}, []string{"p>f:unavailable"}},
+		{"after message_started and usage", []bridge.Event{started, usage, overloadedFinal()}, nil, "f", []bridge.Kind{bridge.KindMessageStarted, bridge.KindTextDelta, bridge.KindMessageDone, bridge.KindFinal}, []string{"p>f:unavailable"}},
+		{"a stream error first", nil, unavailable, "f", []bridge.Kind{bridge.KindMessageStarted, bridge.KindTextDelta, bridge.KindMessageDone, bridge.KindFinal}, []string{"p>f:unavailable"}},
+		{"after text: the stream began", []bridge.Event{started, text, overloadedFinal()}, nil, "p", []bridge.Kind{bridge.KindMessageStarted, bridge.KindTextDelta, bridge.KindFinal}, nil},
+		{"the client's fault", []bridge.Event{started, clientFault}, nil, "p", []bridge.Kind{bridge.KindMessageStarted, bridge.KindFinal}, nil},
+		{"a stream error after text", []bridge.Event{started, text}, unavailable, "p", []bridge.Kind{bridge.KindMessageStarted, bridge.KindTextDelta, "error"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &scriptedStream{Upstream: bridgetest.Upstream{UpName: "p"}, events: tt.events, err: tt.err}
+			f := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+			tk := &taken{}
+			call, err := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{OnFallback: tk.hook}).Open(t.Context(), &bridge.Request{Model: "m"})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if call.Upstream != tt.wantServed {
+				t.Errorf("served by %q, want %q", call.Upstream, tt.wantServed)
+			}
+			var kinds []bridge.Kind
+			for ev, err := range call.Events {
+				if err != nil {
+					kinds = append(kinds, "error")
+					continue
+				}
+				kinds = append(kinds, ev.Kind)
+			}
+			if diff := cmp.Diff(tt.wantKinds, kinds); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantTaken, tk.got); diff != "" {
+				t.Errorf("fallbacks taken (-want +got):\n%s", diff)
+			}
+			if p.opened != 1 || p.closed != 1 {
+				t.Errorf("primary streams opened %d, ended %d; want 1 and 1", p.opened, p.closed)
+			}
+		})
+	}
+}
+
+// TestFallbackFirstEventLastAndAll: the last upstream's stream is passed
+// on as it comes, and when every earlier one failed at its first event the
+// client gets the last's own stream; an agent primary, which may have
+// started the work, is not passed over for an error event.
+func TestFallbackFirstEventLastAndAll(t *testing.T) {
+	p := &scriptedStream{Upstream: bridgetest.Upstream{UpName: "p"}, events: []bridge.Event{overloadedFinal()}}
+	f := &scriptedStream{Upstream: bridgetest.Upstream{UpName: "f"}, events: []bridge.Event{overloadedFinal()}}
+	call, err := outbound.NewFallback(p, []bridge.Upstream{f}, outbound.FallbackConfig{}).Open(t.Context(), &bridge.Request{Model: "m"})
+	if err != nil || call.Upstream != "f" {
+		t.Fatalf("Open: %v, served by %v; want the last fallback's stream", err, call)
+	}
+	var finals int
+	for ev := range call.Events {
+		if ev.Kind == bridge.KindFinal && ev.Final.Status == bridge.StatusFailed {
+			finals++
+		}
+	}
+	if finals != 1 {
+		t.Errorf("%d failed finals from the last fallback, want its 1", finals)
+	}
+
+	// The primary fails at its first event, the fallback before answering:
+	// the primary's failure is the call's.
+	p = &scriptedStream{Upstream: bridgetest.Upstream{UpName: "p"}, events: []bridge.Event{overloadedFinal()}}
+	e500 := &bridge.Error{Code: bridge.CodeUpstream, Status: 500, Message: "boom"}
+	_, err = outbound.NewFallback(p, []bridge.Upstream{&bridgetest.Upstream{UpName: "f", OpenErr: e500}}, outbound.FallbackConfig{}).
+		Open(t.Context(), &bridge.Request{Model: "m"})
+	if be := bridge.AsError(err); be.Code != bridge.CodeUnavailable || be.Status != 529 {
+		t.Errorf("err %v, want the primary's overloaded error", err)
+	}
+
+	agent := &scriptedStream{Upstream: bridgetest.Upstream{UpName: "agent"}, events: []bridge.Event{overloadedFinal()}}
+	fb := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+	call, err = outbound.NewFallback(agent, []bridge.Upstream{fb}, outbound.FallbackConfig{
+		Idempotent: func(up bridge.Upstream) bool { return up.Name() != "agent" }}).Open(t.Context(), &bridge.Request{Model: "m"})
+	if err != nil || call.Upstream != "agent" || len(fb.Requests()) != 0 {
+		t.Errorf("agent primary: %v, served by %q, %d fallback calls; want the agent's stream, no fallback", err, call.Upstream, len(fb.Requests()))
+	}
+	drain(call)
+}
+
+// TestFallbackFirstEventCountsInTheBreaker: a primary behind its breaker
+// that answers and then fails at once is counted as failing, though the
+// fallback stops its stream there: after Failures of them the breaker opens
+// and the primary is no longer asked.
+func TestFallbackFirstEventCountsInTheBreaker(t *testing.T) {
+	p := &scriptedStream{Upstream: bridgetest.Upstream{UpName: "p"}, events: []bridge.Event{{Kind: bridge.KindMessageStarted}, overloadedFinal()}}
+	b := outbound.NewBreaker("p", outbound.BreakerConfig{Failures: 2, OpenFor: time.Minute}, nil, nil)
+	fb := &bridgetest.Upstream{UpName: "f", Events: bridgetest.TextEvents("hi")}
+	u := outbound.NewFallback(outbound.Wrap(p, b.Middleware()), []bridge.Upstream{fb}, outbound.FallbackConfig{})
+	for i := range 4 {
+		call, err := u.Open(t.Context(), &bridge.Request{Model: "m"})
+		if err != nil || call.Upstream != "f" {
+			t.Fatalf("call %d: %v, served by %v", i, err, call)
+		}
+		if err := drain(call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(p.Requests()); n != 2 {
+		t.Errorf("the primary was asked %d times; its breaker opens after 2 failures", n)
+	}
+}

@@ -226,7 +226,11 @@ func (x *execution) watch(ctx context.Context, events bridge.Stream) bridge.Stre
 				return
 			}
 			if ev.Kind == bridge.KindFinal {
+				// The outcome, even when the consumer stops at it (a
+				// fallback that goes on when a stream fails at once).
 				outcome = finalFault(ev.Final)
+				yield(ev, nil)
+				return
 			}
 			if !yield(ev, nil) {
 				outcome = nil // the consumer stopped

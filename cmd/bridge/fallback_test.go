@@ -284,3 +284,55 @@ func TestFallbackToolCalls(t *testing.T) {
 		t.Errorf("the fallback's second request does not carry its id in the tool_use and the tool_result:\n%s", body)
 	}
 }
+
+// TestFallbackAfterAnErrorEvent: an Anthropic primary that answers 200,
+// then an overloaded_error as its first event (as the real API does when
+// overloaded), is passed over for its OpenAI fallback; one that fails after
+// its first text is not.
+func TestFallbackAfterAnErrorEvent(t *testing.T) {
+	var afterText atomic.Bool
+	primary := anthropictest.New(func(int, []byte) anthropictest.Reply {
+		e := &anthropictest.Events{ID: "msg_1", Model: "claude-test"}
+		if afterText.Load() {
+			return anthropictest.Reply{Events: e.Start(3, 0, 0).Text("par").Error("overloaded_error", "Overloaded").List()}
+		}
+		return anthropictest.Reply{Events: e.Start(3, 0, 0).Ping().Error("overloaded_error", "Overloaded").List()}
+	})
+	t.Cleanup(primary.Close)
+	fb := openaitest.New(func(int, []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "c", Model: "gpt-test"}
+		return openaitest.Reply{Chunks: c.Role().Text("from ", "gpt").Finish("stop").List()}
+	})
+	t.Cleanup(fb.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{
+		{Name: "claude", Dialect: "anthropic", URL: primary.URL, Models: []string{"*"}, Fallbacks: []string{"gpt"},
+			Retry: outbound.RetryConfig{Disabled: true}},
+		{Name: "gpt", Dialect: "openai", URL: fb.BaseURL(), Retry: outbound.RetryConfig{Disabled: true}},
+	}
+	base := "http://" + startMain(t, cfg).Addr()
+	for _, stream := range []bool{false, true} {
+		status, body, run := chatRun(t, base, stream)
+		if status != 200 || !strings.Contains(body, "from ") || !strings.Contains(body, "gpt") || strings.Contains(body, "Overloaded") {
+			t.Fatalf("stream=%v: %d %s", stream, status, body)
+		}
+		if run == nil || run.Status != bridge.StatusCompleted || run.Upstream != "gpt" || run.Outbound != "openai" {
+			t.Errorf("stream=%v: run %+v, want completed over gpt (openai)", stream, run)
+		}
+	}
+	if n := len(primary.Requests()); n != 2 {
+		t.Errorf("the primary got %d requests, want 2", n)
+	}
+
+	afterText.Store(true)
+	status, body, run := chatRun(t, base, true)
+	if status != 200 || !strings.Contains(body, "par") || !strings.Contains(body, `"error"`) || strings.Contains(body, "gpt") {
+		t.Errorf("error after text: %d %s", status, body)
+	}
+	if run == nil || run.Status != bridge.StatusFailed || run.Upstream != "claude" {
+		t.Errorf("error after text: run %+v, want failed over claude", run)
+	}
+	if n := len(fb.Requests()); n != 2 {
+		t.Errorf("the fallback got %d requests, want the first 2 only", n)
+	}
+}
