@@ -4,9 +4,10 @@
 //
 // It builds cmd/bridge (or takes --bridge), starts it as a child process on
 // 127.0.0.1 with a fresh --db, in front of a fake OpenAI upstream served
-// from this process, and runs --concurrency clients for --duration. The
-// clients speak the --dialects by turns (OpenAI Chat Completions and
-// Anthropic Messages by default, both over the same OpenAI upstream). Each
+// from this process (or, with --upstream-dialect anthropic, a fake
+// Anthropic Messages one), and runs --concurrency clients for --duration.
+// The clients speak the --dialects by turns (OpenAI Chat Completions and
+// Anthropic Messages by default, both over the same upstream). Each
 // stream asks for 20-50 chunks a few ms apart; every --fail-every-th one's
 // upstream stream fails after half its chunks (alternately: the connection
 // is cut, or an in-stream error object). It then checks:
@@ -50,42 +51,45 @@ import (
 
 // options are the flags.
 type options struct {
-	concurrency   int
-	dialects      []string
-	duration      time.Duration
-	chunksMin     int
-	chunksMax     int
-	paceMin       time.Duration
-	paceMax       time.Duration
-	failEvery     int
-	warmup        int
-	crash         bool
-	crashAfter    time.Duration
-	bridge        string
-	race          bool
-	timeout       time.Duration
-	streamTimeout time.Duration
-	gtrace        time.Duration
-	slack         int
-	dir           string
-	keep          bool
+	concurrency int
+	dialects    []string
+	// upstreamDialect is the dialect the bridge calls its upstream in.
+	upstreamDialect string
+	duration        time.Duration
+	chunksMin       int
+	chunksMax       int
+	paceMin         time.Duration
+	paceMax         time.Duration
+	failEvery       int
+	warmup          int
+	crash           bool
+	crashAfter      time.Duration
+	bridge          string
+	race            bool
+	timeout         time.Duration
+	streamTimeout   time.Duration
+	gtrace          time.Duration
+	slack           int
+	dir             string
+	keep            bool
 }
 
 func defaultOptions() options {
 	return options{
-		concurrency:   500,
-		dialects:      []string{dialectOpenAI, dialectAnthropic},
-		duration:      60 * time.Second,
-		chunksMin:     20,
-		chunksMax:     50,
-		paceMin:       2 * time.Millisecond,
-		paceMax:       8 * time.Millisecond,
-		failEvery:     20,
-		warmup:        20,
-		timeout:       10 * time.Minute,
-		streamTimeout: 2 * time.Minute,
-		gtrace:        2 * time.Second,
-		slack:         10,
+		concurrency:     500,
+		dialects:        []string{dialectOpenAI, dialectAnthropic},
+		upstreamDialect: dialectOpenAI,
+		duration:        60 * time.Second,
+		chunksMin:       20,
+		chunksMax:       50,
+		paceMin:         2 * time.Millisecond,
+		paceMax:         8 * time.Millisecond,
+		failEvery:       20,
+		warmup:          20,
+		timeout:         10 * time.Minute,
+		streamTimeout:   2 * time.Minute,
+		gtrace:          2 * time.Second,
+		slack:           10,
 	}
 }
 
@@ -98,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bridgesoak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&opt.concurrency, "concurrency", opt.concurrency, "concurrent streaming clients")
+	fs.StringVar(&opt.upstreamDialect, "upstream-dialect", opt.upstreamDialect, "the dialect the bridge calls the fake upstream in: openai or anthropic")
 	fs.Func("dialects", "inbound dialects the clients speak by turns, comma-separated: openai, anthropic (default openai,anthropic)", func(v string) error {
 		opt.dialects = nil
 		for d := range strings.SplitSeq(v, ",") {
@@ -160,6 +165,10 @@ func (o options) validate() error {
 		return errors.New("--timeout, --stream-timeout: want a positive duration")
 	case o.gtrace < 0 || o.gtrace > time.Minute:
 		return errors.New("--gtrace: want 0 to 1m")
+	case o.upstreamDialect != dialectOpenAI && o.upstreamDialect != dialectAnthropic:
+		return fmt.Errorf("--upstream-dialect: %q, want openai or anthropic", o.upstreamDialect)
+	case len(o.dialects) == 0:
+		return errors.New("--dialects: none given")
 	case o.slack < 0:
 		return errors.New("--goroutine-slack: want 0 or more")
 	}

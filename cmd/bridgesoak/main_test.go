@@ -105,6 +105,22 @@ func TestSoak(t *testing.T) {
 	}
 }
 
+// TestSoakAnthropicUpstream: the same soak with the bridge calling a fake
+// Anthropic Messages upstream, whose faults are a cut connection and an
+// in-stream error event.
+func TestSoakAnthropicUpstream(t *testing.T) {
+	opt := shortSoak(t)
+	opt.upstreamDialect = dialectAnthropic
+	res := runSoak(t, opt)
+	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected || res.byOutcome[clientCompleted] == 0 {
+		t.Errorf("%d injected faults, %d failed and %d completed streams: want as many failed, and some of each",
+			res.injected, res.byOutcome[clientFailed], res.byOutcome[clientCompleted])
+	}
+	if res.storedRuns != res.started+res.warmup {
+		t.Errorf("%d runs stored, want %d", res.storedRuns, res.started+res.warmup)
+	}
+}
+
 func TestSoakCrash(t *testing.T) {
 	opt := shortSoak(t)
 	opt.crash = true

@@ -119,7 +119,11 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	if err != nil {
 		return res, err
 	}
-	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", "openai=" + up.BaseURL()}
+	upstream := "openai=" + up.BaseURL()
+	if opt.upstreamDialect == dialectAnthropic {
+		upstream = "anthropic=" + up.URL() // the root, as the Anthropic SDK takes it
+	}
+	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", upstream}
 	logPath := filepath.Join(dir, "bridge.log")
 	p, err := startBridge(ctx, bin, addr, logPath, opt.gtrace, args...)
 	if err != nil {
@@ -575,8 +579,8 @@ func (r *result) print(w io.Writer) {
 		mode = fmt.Sprintf("load with SIGKILL at %s", r.killedAt.Round(time.Millisecond))
 	}
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-34s %s\n", k, fmt.Sprintf(format, args...)) }
-	fmt.Fprintf(w, "bridgesoak: %s, %d clients, %s, %d-%d chunks %s-%s apart, 1 in %d streams failing upstream half-way\n",
-		mode, o.concurrency, o.duration, o.chunksMin, o.chunksMax, o.paceMin, o.paceMax, o.failEvery)
+	fmt.Fprintf(w, "bridgesoak: %s, %d clients, %s, %d-%d chunks %s-%s apart, 1 in %d streams failing upstream half-way; clients %s, upstream %s\n",
+		mode, o.concurrency, o.duration, o.chunksMin, o.chunksMax, o.paceMin, o.paceMax, o.failEvery, strings.Join(o.dialects, "+"), o.upstreamDialect)
 	row("streams", "%d started in %s (%.0f/s), %d at once at most; %d warm-up", r.started, r.loadTime.Round(time.Millisecond),
 		float64(r.started)/max(r.loadTime.Seconds(), 1e-9), r.maxActive, r.warmup)
 	row("client outcomes", "%s", fmtCounts(r.byOutcome))

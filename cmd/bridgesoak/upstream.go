@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
@@ -98,9 +99,10 @@ const (
 	upAborted = "aborted" // the bridge went away before the end
 )
 
-// fakeUpstream is an OpenAI Chat Completions server on 127.0.0.1 that
-// streams each request's script: a role chunk, paced content chunks, a
-// finish chunk and [DONE] (the wire chunks of openaitest), or half of them
+// fakeUpstream is an OpenAI Chat Completions and Anthropic Messages
+// server on 127.0.0.1 that streams each request's script: a role chunk,
+// paced content chunks, a finish chunk and [DONE] (the wire chunks of
+// openaitest), or the Messages events of anthropictest, or half of them
 // and then its fault.
 type fakeUpstream struct {
 	srv *http.Server
@@ -123,6 +125,9 @@ func startUpstream() (*fakeUpstream, error) {
 	go func() { _ = u.srv.Serve(ln) }()
 	return u, nil
 }
+
+// URL is the server's root, the base URL the Anthropic SDK takes.
+func (u *fakeUpstream) URL() string { return "http://" + u.ln.Addr().String() }
 
 // BaseURL is the base URL the OpenAI SDK takes.
 func (u *fakeUpstream) BaseURL() string { return "http://" + u.ln.Addr().String() + "/v1" }
@@ -161,7 +166,8 @@ func (u *fakeUpstream) outcomesOf() map[int64][]string {
 
 func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.requests.Add(1)
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+	anthropic := r.URL.Path == "/v1/messages"
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" && !anthropic {
 		u.bad.Add(1)
 		http.Error(w, openaitest.ErrorBody("invalid_request_error", "not found", ""), http.StatusNotFound)
 		return
@@ -189,15 +195,26 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	for i := range pieces {
 		pieces[i] = piece(s.id, i)
 	}
-	c := &openaitest.Chunks{ID: "chatcmpl-soak-" + strconv.FormatInt(s.id, 10), Model: req.Model}
-	c.Role().Text(pieces...)
-	switch s.fault {
-	case faultNone:
-		c.Finish("stop")
-	case faultError:
-		c.Error("server_error", "soak: injected mid-stream failure")
+	var frames []string // whole SSE frames
+	first := 1          // the first content frame: those from it on are paced
+	if anthropic {
+		frames, first = anthropicFrames(s, req.Model, pieces), 2
+	} else {
+		c := &openaitest.Chunks{ID: "chatcmpl-soak-" + strconv.FormatInt(s.id, 10), Model: req.Model}
+		c.Role().Text(pieces...)
+		switch s.fault {
+		case faultNone:
+			c.Finish("stop")
+		case faultError:
+			c.Error("server_error", "soak: injected mid-stream failure")
+		}
+		for _, f := range c.List() {
+			frames = append(frames, "data: "+f+"\n\n")
+		}
+		if s.fault == faultNone {
+			frames = append(frames, "data: [DONE]\n\n")
+		}
 	}
-	frames := c.List()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -209,8 +226,8 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for i, f := range frames {
-		// Pace the content chunks; the role chunk goes at once.
-		if s.pace > 0 && i > 0 && i <= len(pieces) {
+		// Pace the content chunks; what comes before them goes at once.
+		if s.pace > 0 && i >= first && i < first+len(pieces) {
 			t.Reset(s.pace)
 			select {
 			case <-t.C:
@@ -219,7 +236,7 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if _, err := io.WriteString(w, "data: "+f+"\n\n"); err != nil {
+		if _, err := io.WriteString(w, f); err != nil {
 			u.record(s.id, upAborted)
 			return
 		}
@@ -238,14 +255,36 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = conn.Close()
 		u.record(s.id, upFault)
-		return
 	case faultError:
-		u.record(s.id, upFault) // the error object is the end; no [DONE]
-		return
+		u.record(s.id, upFault) // the error is the end
+	default:
+		u.record(s.id, upDone)
 	}
-	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil || rc.Flush() != nil {
-		u.record(s.id, upAborted)
-		return
+}
+
+// anthropicFrames is s as Anthropic Messages frames: message_start, a
+// text block whose deltas are pieces, then the end its fault says: the
+// block stopped, message_delta and message_stop; an error event; or
+// nothing (the connection is cut after them).
+func anthropicFrames(s script, model string, pieces []string) []string {
+	e := &anthropictest.Events{ID: "msg_soak_" + strconv.FormatInt(s.id, 10), Model: model}
+	e.Start(3, 0, 0)
+	switch s.fault {
+	case faultNone:
+		e.Text(pieces...).Delta("end_turn", len(pieces)).Stop()
+	default:
+		e.Text(pieces...)
 	}
-	u.record(s.id, upDone)
+	evs := e.List()
+	if s.fault != faultNone {
+		evs = evs[:len(evs)-1] // the block never stops: the stream fails inside it
+	}
+	if s.fault == faultError {
+		evs = append(evs, (&anthropictest.Events{}).Error("api_error", "soak: injected mid-stream failure").List()...)
+	}
+	frames := make([]string, len(evs))
+	for i, ev := range evs {
+		frames[i] = "event: " + ev.Name + "\ndata: " + ev.Data + "\n\n"
+	}
+	return frames
 }
