@@ -2,10 +2,13 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -150,5 +153,48 @@ func FuzzDecodeStream(f *testing.F) {
 			t.Fatalf("Response error %T", err)
 		}
 		_, _ = io.Copy(io.Discard, &out)
+	})
+}
+
+// FuzzFastEvent holds fastEvent to encoding/json: whenever it takes an
+// event, the event is valid JSON and decodes to exactly what json.Unmarshal
+// makes of it.
+func FuzzFastEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Pa"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAh"}}`,
+		`{"type":"content_block_delta","index":null,"delta":null}`,
+		`{"delta":{"type":"text_delta","text":"x"},"index":2,"type":"content_block_delta"}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`,
+		`{"type":"content_block_delta","Index":0,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"index":1}`,
+		`{"type":"content_block_delta","index":1.0}`,
+		`{"type":"content_block_delta","index":-0,"delta":{"text":"\u00e9"}}`,
+		`{"type":"content_block_delta","index":99999999999999999999}`,
+		`{"type":"content_block_delta","delta":{"text":7}}`,
+		`{"type":"content_block_delta","delta":[]}`,
+		`{"type":"content_block_delta"} x`,
+		"{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"a\tb\"}}",
+		"{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"\xff\"}}",
+		`{"type":null,"index":0}`,
+		`[{"type":"content_block_delta"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast wireEvent
+		var p fastjson.Parser
+		if !fastEvent(&p, data, &fast) {
+			return
+		}
+		var slow wireEvent
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("fastEvent took %q, json.Unmarshal refuses it: %v", data, err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fastEvent(%q) differs from json.Unmarshal (-slow +fast):\n%s", data, diff)
+		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
@@ -103,6 +105,7 @@ type blockState struct {
 }
 
 type streamDecoder struct {
+	fj       fastjson.Parser // the fast path's, reused
 	yield    func(bridge.Event, error) bool
 	stopped  bool
 	started  bool
@@ -190,7 +193,7 @@ func (d *streamDecoder) event(sev wire.SSEEvent) {
 		return
 	}
 	var ev wireEvent
-	if wire.Kind(sev.Data) != '{' || json.Unmarshal(sev.Data, &ev) != nil {
+	if !fastEvent(&d.fj, sev.Data, &ev) && (wire.Kind(sev.Data) != '{' || json.Unmarshal(sev.Data, resetEvent(&ev)) != nil) {
 		if sev.Name == "ping" {
 			return
 		}
@@ -218,6 +221,12 @@ func (d *streamDecoder) event(sev wire.SSEEvent) {
 		d.fail(DecodeError(0, sev.Data))
 	}
 	// ping and event types added later are ignored.
+}
+
+// resetEvent empties what a fast path that gave up may have set.
+func resetEvent(ev *wireEvent) *wireEvent {
+	*ev = wireEvent{}
+	return ev
 }
 
 func (d *streamDecoder) start() {

@@ -42,6 +42,7 @@ type SSEReader struct {
 	opt  SSEOptions
 	max  int // the longest line, or event with opt.MaxEvent
 	name string
+	last string // the last event: name seen, reused while names repeat
 	id   string
 	data []byte
 	has  bool // a data line was seen
@@ -100,7 +101,10 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 			r.data = append(r.data, value...)
 			r.has = true
 		case "event":
-			r.name = string(value)
+			if string(value) != r.last { // no copy while a stream repeats its names
+				r.last = string(value)
+			}
+			r.name = r.last
 		case "id":
 			if !r.opt.KeepID || bytes.IndexByte(value, 0) < 0 {
 				r.id = string(value)
