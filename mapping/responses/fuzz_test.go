@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/valyala/fastjson"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
@@ -144,6 +147,47 @@ func FuzzDecodeStream(f *testing.F) {
 				}
 				n++
 			}
+		}
+	})
+}
+
+// FuzzFastEvent holds fastEvent to encoding/json: whenever it takes an
+// event, the event is valid JSON and decodes to exactly what json.Unmarshal
+// makes of it.
+func FuzzFastEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"x1","sequence_number":5}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"city\":","sequence_number":9}`,
+		`{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":1,"delta":"think","sequence_number":3}`,
+		`{"type":"response.refusal.delta","item_id":"msg_1","delta":"no","sequence_number":null}`,
+		`{"type":"response.created","response":{"id":"resp_1","status":"in_progress"},"sequence_number":0}`,
+		`{"type":"response.output_text.delta","Delta":"x"}`,
+		`{"type":"response.output_text.delta","delta":"a","delta":"b"}`,
+		`{"type":"response.output_text.delta","output_index":1.0}`,
+		`{"type":"response.output_text.delta","sequence_number":-0,"delta":"\u00e9"}`,
+		`{"type":"response.output_text.delta","sequence_number":99999999999999999999}`,
+		`{"type":"response.output_text.delta","delta":7}`,
+		`{"type":"response.output_text.delta","output_index":null,"item_id":null}`,
+		`{"type":"response.output_text.delta"} x`,
+		"{\"type\":\"response.output_text.delta\",\"delta\":\"a\tb\"}",
+		"{\"type\":\"response.output_text.delta\",\"delta\":\"\xff\"}",
+		`{"type":"response.output_text.delta","arguments":"{}"}`,
+		`[{"type":"response.output_text.delta"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast wireEvent
+		var p fastjson.Parser
+		if !fastEvent(&p, data, &fast) {
+			return
+		}
+		var slow wireEvent
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("fastEvent took %q, json.Unmarshal refuses it: %v", data, err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fastEvent(%q) differs from json.Unmarshal (-slow +fast):\n%s", data, diff)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
@@ -122,6 +124,7 @@ type callState struct {
 }
 
 type streamDecoder struct {
+	fj       fastjson.Parser // the fast path's, reused
 	yield    func(bridge.Event, error) bool
 	stopped  bool
 	started  bool
@@ -174,6 +177,12 @@ func (d *streamDecoder) run(sr *wire.SSEReader) {
 	}
 }
 
+// resetEvent empties what a fast path that gave up may have set.
+func resetEvent(ev *wireEvent) *wireEvent {
+	*ev = wireEvent{}
+	return ev
+}
+
 func (d *streamDecoder) end() {
 	if !d.finished {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before its terminal event (response.completed)"))
@@ -186,7 +195,7 @@ func (d *streamDecoder) event(name string, data []byte) {
 		return
 	}
 	var ev wireEvent
-	if wire.Kind(data) != '{' || json.Unmarshal(data, &ev) != nil {
+	if !fastEvent(&d.fj, data, &ev) && (wire.Kind(data) != '{' || json.Unmarshal(data, resetEvent(&ev)) != nil) {
 		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(data), 200)))
 		return
 	}
