@@ -15,11 +15,8 @@ import (
 // decodes with encoding/json. FuzzFastEvent holds the two to the same
 // result.
 func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
-	if !wire.FastOK(data) {
-		return false
-	}
-	v, err := p.ParseBytes(data)
-	if err != nil || v.Type() != fastjson.TypeObject {
+	v, ok := wire.FastObject(p, data)
+	if !ok {
 		return false
 	}
 	var seen uint8

@@ -20,6 +20,20 @@ func FastOK(data []byte) bool {
 	return Plain(data) && utf8.Valid(data) && fastjson.ValidateBytes(data) == nil
 }
 
+// FastObject parses data with p when it may take a fast path (FastOK)
+// and is a JSON object; else it reports false. The value is valid until
+// p parses again.
+func FastObject(p *fastjson.Parser, data []byte) (*fastjson.Value, bool) {
+	if !FastOK(data) {
+		return nil, false
+	}
+	v, err := p.ParseBytes(data)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return nil, false
+	}
+	return v, true
+}
+
 // Plain reports whether data has neither a control character nor a \u
 // escape.
 func Plain(data []byte) bool {
