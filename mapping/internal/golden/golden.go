@@ -142,3 +142,21 @@ func Collect(t testing.TB, s bridge.Stream) (events []bridge.Event, err error) {
 	}
 	return events, err
 }
+
+// SameAsJSON is the oracle of a fast decoding path: when fast takes data
+// (reports true), data must be JSON that json.Unmarshal takes too, into
+// exactly the same value.
+func SameAsJSON[T any](t *testing.T, data []byte, fast func([]byte, *T) bool) {
+	t.Helper()
+	var got T
+	if !fast(data, &got) {
+		return
+	}
+	var want T
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("the fast path took %q, json.Unmarshal refuses it: %v", data, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the fast path's %q differs from json.Unmarshal's (-json +fast):\n%s", data, diff)
+	}
+}
