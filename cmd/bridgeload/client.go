@@ -262,11 +262,23 @@ type Result struct {
 
 // measure runs every phase against one target, in this process: the paced
 // memory phase first (so the process's high-water mark is its), then the
-// sequential latency phase, then the concurrent throughput phase.
+// sequential latency phase, then the concurrent throughput phase. With
+// opt.split the fake upstream runs in a process of its own, and so does the
+// latency phase's client.
 func measure(ctx context.Context, name string, opt options) (*Result, error) {
-	up, err := startUpstream()
-	if err != nil {
-		return nil, err
+	var up upstream
+	if opt.split {
+		ru, err := startRemoteUpstream(ctx, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		up = ru
+	} else {
+		fu, err := startUpstream()
+		if err != nil {
+			return nil, err
+		}
+		up = fu
 	}
 	defer up.Close()
 	t, err := startTarget(ctx, name, up, opt)
@@ -307,13 +319,23 @@ func measure(ctx context.Context, name string, opt options) (*Result, error) {
 		}
 	}
 	if opt.latencyRequests > 0 {
-		phase("latency", opt.latencyRequests, func() { res.Latency = latencyPhase(ctx, c, fast, opt.latencyRequests) })
+		var err error
+		phase("latency", opt.latencyRequests, func() {
+			if opt.split {
+				res.Latency, err = latencyInProcess(ctx, t.url, opt)
+			} else {
+				res.Latency = latencyPhase(ctx, c, fast, opt.latencyRequests)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: latency: %w", name, err)
+		}
 	}
 	if opt.streams > 0 {
 		phase("throughput", opt.streams, func() {
-			conns0, cpu0 := up.conns.Load(), cpuTime()
+			conns0, cpu0 := up.Conns(), cpuTime()
 			res.Throughput = throughputPhase(ctx, c, newScript(opt.chunks, 0), opt.streams, opt.concurrency)
-			res.Throughput.UpstreamConns = up.conns.Load() - conns0
+			res.Throughput.UpstreamConns = up.Conns() - conns0
 			res.Throughput.CPUPerStream = float64(cpuTime()-cpu0) / float64(time.Millisecond) / float64(opt.streams)
 		})
 	}

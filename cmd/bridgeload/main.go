@@ -54,6 +54,8 @@ type options struct {
 	timeout         time.Duration
 	json            bool
 	fork            bool
+	split           bool
+	url             string // the client role's target
 	check           bool
 	cpuprofile      string
 }
@@ -89,9 +91,11 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.DurationVar(&opt.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.BoolVar(&opt.json, "json", false, "print the results as JSON on stdout (the table goes to stderr)")
 	fs.BoolVar(&opt.fork, "fork", true, "measure each target in a child process of its own (else all in this one; RSS is then shared)")
+	fs.BoolVar(&opt.split, "split", false, "run the fake upstream, and the latency phase's client, each in a process of its own (as deployed: they no longer share the target's Go scheduler)")
 	fs.BoolVar(&opt.check, "check", false, "exit 1 when a goal is missed")
 	fs.StringVar(&opt.cpuprofile, "cpuprofile", "", "write CPU profiles of the latency and throughput phases to `PREFIX`.<target>.<phase>.pprof")
 	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
+	fs.StringVar(&opt.url, "url", "", "internal: the target URL a client process measures")
 	if err := fs.Parse(args); err != nil {
 		return opt, "", err
 	}
@@ -157,6 +161,7 @@ func (o options) childArgs(target string, timeout time.Duration) []string {
 		"-max-runs", strconv.Itoa(o.maxRuns),
 		"-timeout", timeout.String(),
 		"-cpuprofile", o.cpuprofile,
+		"-split=" + strconv.FormatBool(o.split),
 	}
 }
 
@@ -172,7 +177,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
 	defer cancel()
 
-	if os.Getenv(roleEnv) == "child" {
+	switch os.Getenv(roleEnv) {
+	case roleUpstream:
+		if err := serveUpstreamRole(ctx, os.Stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, "bridgeload: upstream:", err)
+			return 1
+		}
+		return 0
+	case roleClient:
+		if err := runClientRole(ctx, opt, stdout); err != nil {
+			fmt.Fprintln(stderr, "bridgeload: client:", err)
+			return 1
+		}
+		return 0
+	case roleChild:
 		if child == "" {
 			fmt.Fprintln(stderr, "bridgeload: child without -target")
 			return 2
@@ -242,6 +260,7 @@ func runAll(ctx context.Context, opt options, stderr io.Writer) (*Report, error)
 		"pace": opt.pace.String(), "latency_pace": opt.latencyPace.String(),
 		"paced_streams": opt.pacedStreams, "latency_requests": opt.latencyRequests,
 		"proxy_idle_conns": opt.proxyIdleConns, "max_runs": opt.maxRuns, "fork": opt.fork, "rounds": opt.rounds,
+		"split": opt.split,
 	}}
 	byTarget := map[string][]*Result{}
 	for round := range opt.rounds {
@@ -277,7 +296,7 @@ func measureInChild(ctx context.Context, target string, opt options, stderr io.W
 	}
 	dl, _ := ctx.Deadline()
 	cmd := exec.CommandContext(ctx, exe, opt.childArgs(target, time.Until(dl))...)
-	cmd.Env = append(os.Environ(), roleEnv+"=child")
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleChild)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = stderr

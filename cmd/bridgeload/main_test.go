@@ -11,7 +11,7 @@ import (
 // TestMain lets the test binary serve as bridgeload's child process: the
 // parent re-executes os.Executable() with roleEnv set.
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "child" {
+	if os.Getenv(roleEnv) != "" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -103,5 +103,36 @@ func TestUpstreamScript(t *testing.T) {
 	d := distOf(nil)
 	if d.N != 0 {
 		t.Errorf("distOf(nil) = %+v", d)
+	}
+}
+
+// TestShortRunSplit is a run with --split: the fake upstream and the latency
+// phase's client each in a process of their own.
+func TestShortRunSplit(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--split", "--targets=direct,bridge", "--streams=20", "--concurrency=4", "--chunks=10",
+		"--latency-requests=10", "--paced-streams=0", "--warmup=2", "--timeout=60s", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 2 || rep.Settings["split"] != true {
+		t.Fatalf("report = %+v, want two split results", rep)
+	}
+	for _, r := range rep.Results {
+		if r.Latency.TTFB.N != 10 || r.Latency.Cut != 0 || r.Latency.TTFB.P50 <= 0 {
+			t.Errorf("%s: latency = %+v, want 10 streams measured by the client process", r.Target, r.Latency)
+		}
+		if r.Throughput.TTLB.N != 20 || r.Throughput.Cut != 0 {
+			t.Errorf("%s: throughput = %+v", r.Target, r.Throughput)
+		}
+		// The upstream process counts its connections: at least the one
+		// the throughput phase's client or the bridge opened.
+		if r.Throughput.UpstreamConns < 1 {
+			t.Errorf("%s: upstream conns = %d, want the upstream process's count", r.Target, r.Throughput.UpstreamConns)
+		}
 	}
 }

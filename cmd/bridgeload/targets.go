@@ -43,7 +43,7 @@ type target struct {
 	store *timedStore // the bridge's, else nil
 }
 
-func startTarget(ctx context.Context, name string, up *fakeUpstream, opt options) (*target, error) {
+func startTarget(ctx context.Context, name string, up upstream, opt options) (*target, error) {
 	switch name {
 	case targetDirect:
 		return &target{name: name, url: up.URL(), stop: func() {}}, nil
@@ -91,7 +91,7 @@ func shutdown(srv *http.Server) {
 // startProxy starts the floor: a bare reverse proxy that reads the request
 // body whole before calling the upstream (as the bridge must, to decode it)
 // and flushes every write at once (FlushInterval -1).
-func startProxy(up *fakeUpstream, opt options) (*target, error) {
+func startProxy(up upstream, opt options) (*target, error) {
 	u, err := url.Parse(up.URL())
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func startProxy(up *fakeUpstream, opt options) (*target, error) {
 //
 // The engine admits opt.maxRuns runs per principal at once (serve's default
 // is 64, which would turn away the streams of a wider load).
-func startBridge(ctx context.Context, up *fakeUpstream, opt options) (*target, error) {
+func startBridge(ctx context.Context, up upstream, opt options) (*target, error) {
 	dir, err := os.MkdirTemp("", "bridgeload-")
 	if err != nil {
 		return nil, err

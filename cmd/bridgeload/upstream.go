@@ -115,6 +115,10 @@ func (u *fakeUpstream) script(n int) [][]byte {
 }
 
 func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/conns" { // for a parent process (--split)
+		fmt.Fprintln(w, u.conns.Load())
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`, http.StatusNotFound)
 		return
