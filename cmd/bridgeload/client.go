@@ -20,19 +20,30 @@ import (
 	"time"
 )
 
-// loadClient sends streaming chat completions to one target and checks each
-// stream against what the fake upstream sent.
+// The dialects a load client speaks.
+const (
+	dialectOpenAI    = "openai"    // Chat Completions: POST /v1/chat/completions
+	dialectAnthropic = "anthropic" // Messages: POST /v1/messages
+)
+
+// loadClient sends streaming chat completions (or Anthropic messages) to one
+// target and checks each stream against what the fake upstream sent.
 type loadClient struct {
-	hc  *http.Client
-	url string
+	hc      *http.Client
+	url     string
+	dialect string
 }
 
-func newLoadClient(base string, conns int) *loadClient {
+func newLoadClient(base, dialect string, conns int) *loadClient {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = conns
 	t.MaxIdleConnsPerHost = conns
 	t.DisableCompression = true
-	return &loadClient{hc: &http.Client{Transport: t}, url: base + "/v1/chat/completions"}
+	path := "/v1/chat/completions"
+	if dialect == dialectAnthropic {
+		path = "/v1/messages"
+	}
+	return &loadClient{hc: &http.Client{Transport: t}, url: base + path, dialect: dialect}
 }
 
 func (c *loadClient) close() { c.hc.CloseIdleConnections() }
@@ -43,12 +54,16 @@ type script struct {
 	want string
 }
 
-func newScript(chunks int, pace time.Duration) script {
-	body, _ := json.Marshal(map[string]any{
+func newScript(dialect string, chunks int, pace time.Duration) script {
+	req := map[string]any{
 		"model":    modelName(chunks, pace),
 		"stream":   true,
 		"messages": []map[string]string{{"role": "user", "content": "Say the load test words."}},
-	})
+	}
+	if dialect == dialectAnthropic {
+		req["max_tokens"] = 4096 // required by Messages
+	}
+	body, _ := json.Marshal(req)
 	return script{body: body, want: expectedText(chunks)}
 }
 
@@ -68,6 +83,9 @@ func (c *loadClient) stream(ctx context.Context, s script) streamResult {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if c.dialect == dialectAnthropic {
+		req.Header.Set("anthropic-version", "2023-06-01")
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return streamResult{cut: "request failed: " + shortErr(err)}
@@ -103,6 +121,21 @@ func (c *loadClient) stream(ctx context.Context, s script) streamResult {
 			continue // id:, event:, comments and blank lines
 		}
 		data = bytes.TrimSpace(data)
+		if c.dialect == dialectAnthropic {
+			piece, end, err := anthropicEvent(data)
+			if err != "" {
+				return streamResult{cut: err}
+			}
+			if piece != "" && r.ttfb == 0 {
+				r.ttfb = time.Since(start)
+			}
+			text.WriteString(piece)
+			if end {
+				r.ttlb = time.Since(start)
+				done = true
+			}
+			continue
+		}
 		if string(data) == "[DONE]" {
 			r.ttlb = time.Since(start)
 			done = true
@@ -137,6 +170,34 @@ func (c *loadClient) stream(ctx context.Context, s script) streamResult {
 		return streamResult{cut: fmt.Sprintf("text differs (%d bytes, want %d)", text.Len(), len(s.want))}
 	}
 	return r
+}
+
+// anthropicEvent reads one Messages stream event: the text it carries, and
+// whether it ends the stream (message_stop); err says why the stream is cut
+// short ("" when it is not).
+func anthropicEvent(data []byte) (text string, end bool, err string) {
+	var ev struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+		Error json.RawMessage `json:"error"`
+	}
+	if e := json.Unmarshal(data, &ev); e != nil {
+		return "", false, "bad event: " + e.Error()
+	}
+	switch ev.Type {
+	case "content_block_delta":
+		if ev.Delta.Type == "text_delta" {
+			return ev.Delta.Text, false, ""
+		}
+	case "message_stop":
+		return "", true, ""
+	case "error":
+		return "", false, "error event: " + string(ev.Error)
+	}
+	return "", false, ""
 }
 
 func shortErr(err error) string {
@@ -286,11 +347,12 @@ func measure(ctx context.Context, name string, opt options) (*Result, error) {
 		return nil, err
 	}
 	defer t.stop()
-	c := newLoadClient(t.url, max(opt.concurrency, opt.pacedStreams)+8)
+	dialect := dialectOf(name)
+	c := newLoadClient(t.url, dialect, max(opt.concurrency, opt.pacedStreams)+8)
 	defer c.close()
 
 	res := &Result{Target: name}
-	fast := newScript(opt.chunks, opt.latencyPace)
+	fast := newScript(dialect, opt.chunks, opt.latencyPace)
 	for range opt.warmup {
 		if r := c.stream(ctx, fast); r.cut != "" {
 			return nil, fmt.Errorf("%s: warm-up stream cut short: %s", name, r.cut)
@@ -322,7 +384,7 @@ func measure(ctx context.Context, name string, opt options) (*Result, error) {
 		var err error
 		phase("latency", opt.latencyRequests, func() {
 			if opt.split {
-				res.Latency, err = latencyInProcess(ctx, t.url, opt)
+				res.Latency, err = latencyInProcess(ctx, t.url, dialect, opt)
 			} else {
 				res.Latency = latencyPhase(ctx, c, fast, opt.latencyRequests)
 			}
@@ -334,7 +396,7 @@ func measure(ctx context.Context, name string, opt options) (*Result, error) {
 	if opt.streams > 0 {
 		phase("throughput", opt.streams, func() {
 			conns0, cpu0 := up.Conns(), cpuTime()
-			res.Throughput = throughputPhase(ctx, c, newScript(opt.chunks, 0), opt.streams, opt.concurrency)
+			res.Throughput = throughputPhase(ctx, c, newScript(dialect, opt.chunks, 0), opt.streams, opt.concurrency)
 			res.Throughput.UpstreamConns = up.Conns() - conns0
 			res.Throughput.CPUPerStream = float64(cpuTime()-cpu0) / float64(time.Millisecond) / float64(opt.streams)
 		})
@@ -449,7 +511,7 @@ func memoryPhase(ctx context.Context, c *loadClient, opt options) MemoryResult {
 			}
 		}
 	}()
-	results, _ := runStreams(ctx, c, newScript(opt.chunks, opt.pace), opt.pacedStreams, opt.pacedStreams)
+	results, _ := runStreams(ctx, c, newScript(c.dialect, opt.chunks, opt.pace), opt.pacedStreams, opt.pacedStreams)
 	close(stop)
 	res.PeakHeapBytes = <-sampled
 	res.PeakRSSKiB = procStatus("VmHWM")

@@ -55,11 +55,11 @@ func TestShortRun(t *testing.T) {
 	if b := rep.result(targetBridge); b == nil || b.Store["throughput"] == nil || b.Store["throughput"].Commits == 0 {
 		t.Errorf("bridge: no store calls recorded")
 	}
-	if len(rep.Goals) != 4 {
-		t.Errorf("goals = %+v, want 4 checked", rep.Goals)
+	if len(rep.Goals) != 6 {
+		t.Errorf("goals = %+v, want 6 checked", rep.Goals)
 	}
 	// The table went to stderr, with the goals beside the numbers.
-	for _, want := range []string{"added TTFB p50", "streams/s", "peak RSS", "cut short", "goal (bridge)"} {
+	for _, want := range []string{"added TTFB p50", "streams/s", "peak RSS", "cut short", "goal (bridge)", "anthropic: added median TTFB"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("table has no %q:\n%s", want, stderr.String())
 		}
@@ -110,7 +110,7 @@ func TestUpstreamScript(t *testing.T) {
 // phase's client each in a process of their own.
 func TestShortRunSplit(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"--split", "--targets=direct,bridge", "--streams=20", "--concurrency=4", "--chunks=10",
+	args := []string{"--split", "--targets=direct,anthropic", "--streams=20", "--concurrency=4", "--chunks=10",
 		"--latency-requests=10", "--paced-streams=0", "--warmup=2", "--timeout=60s", "--json"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())

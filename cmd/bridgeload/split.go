@@ -139,9 +139,10 @@ func roleCommand(ctx context.Context, role string, args []string) (*exec.Cmd, er
 }
 
 // clientArgs are the flags of a client process measuring url.
-func (o options) clientArgs(url string, timeout time.Duration) []string {
+func (o options) clientArgs(url, dialect string, timeout time.Duration) []string {
 	return []string{
 		"-url", url,
+		"-dialect", dialect,
 		"-chunks", strconv.Itoa(o.chunks),
 		"-latency-pace", o.latencyPace.String(),
 		"-latency-requests", strconv.Itoa(o.latencyRequests),
@@ -156,9 +157,9 @@ func runClientRole(ctx context.Context, opt options, stdout io.Writer) error {
 	if opt.url == "" {
 		return errors.New("client without -url")
 	}
-	c := newLoadClient(opt.url, 2)
+	c := newLoadClient(opt.url, opt.dialect, 2)
 	defer c.close()
-	s := newScript(opt.chunks, opt.latencyPace)
+	s := newScript(opt.dialect, opt.chunks, opt.latencyPace)
 	for range opt.warmup {
 		if r := c.stream(ctx, s); r.cut != "" {
 			return fmt.Errorf("warm-up stream cut short: %s", r.cut)
@@ -169,9 +170,9 @@ func runClientRole(ctx context.Context, opt options, stdout io.Writer) error {
 }
 
 // latencyInProcess runs the latency phase in a client process of its own.
-func latencyInProcess(ctx context.Context, url string, opt options) (LatencyResult, error) {
+func latencyInProcess(ctx context.Context, url, dialect string, opt options) (LatencyResult, error) {
 	dl, _ := ctx.Deadline()
-	cmd, err := roleCommand(ctx, roleClient, opt.clientArgs(url, time.Until(dl)))
+	cmd, err := roleCommand(ctx, roleClient, opt.clientArgs(url, dialect, time.Until(dl)))
 	if err != nil {
 		return LatencyResult{}, err
 	}

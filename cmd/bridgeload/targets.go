@@ -17,6 +17,7 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
+	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/otel"
@@ -30,9 +31,20 @@ const (
 	targetDirect = "direct" // the fake upstream itself
 	targetProxy  = "proxy"  // httputil.ReverseProxy in front of it: the floor
 	targetBridge = "bridge" // the bridge, wired as `bridge serve` wires it
+	// The same bridge with Anthropic Messages clients: anthropic->openai,
+	// beside the same floor.
+	targetAnthropic = "anthropic"
 )
 
-var allTargets = []string{targetDirect, targetProxy, targetBridge}
+var allTargets = []string{targetDirect, targetProxy, targetBridge, targetAnthropic}
+
+// dialectOf is the dialect a target's clients speak.
+func dialectOf(target string) string {
+	if target == targetAnthropic {
+		return dialectAnthropic
+	}
+	return dialectOpenAI
+}
 
 // target is a started target: the base URL a client sends
 // /v1/chat/completions to, and how to stop it.
@@ -49,8 +61,12 @@ func startTarget(ctx context.Context, name string, up upstream, opt options) (*t
 		return &target{name: name, url: up.URL(), stop: func() {}}, nil
 	case targetProxy:
 		return startProxy(up, opt)
-	case targetBridge:
-		return startBridge(ctx, up, opt)
+	case targetBridge, targetAnthropic:
+		t, err := startBridge(ctx, up, opt)
+		if t != nil {
+			t.name = name
+		}
+		return t, err
 	}
 	return nil, fmt.Errorf("unknown target %q (want %v)", name, allTargets)
 }
@@ -123,7 +139,7 @@ func startProxy(up upstream, opt options) (*target, error) {
 // packages: telemetry from the OTEL_* environment (a no-op tracer when none
 // is set), a SQLite file in a temporary directory, the OpenAI outbound client
 // on serve's HTTP client behind serve's middlewares (client span, retries,
-// circuit breaker), the engine, the OpenAI inbound handler and the run API
+// circuit breaker), the engine, the OpenAI and Anthropic inbound handlers and the run API
 // behind the HTTP telemetry middleware. The logger formats every record as
 // serve's does, into io.Discard. Left out: the A2A dialect and API keys
 // (none are configured in a load run, so serve would not check any).
@@ -179,10 +195,14 @@ func startBridge(ctx context.Context, up upstream, opt options) (*target, error)
 		_ = engine.Close(ectx)
 	})
 	oa := inopenai.New(inopenai.Config{Engine: engine, Models: func() []string { return []string{name} }, Logger: log})
-	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa}})
+	an := inanthropic.New(inanthropic.Config{Engine: engine, Logger: log})
+	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa, an.Name(): an}})
 	mux := http.NewServeMux()
 	for _, p := range oa.Routes() {
 		mux.Handle(p, oa)
+	}
+	for _, p := range an.Routes() {
+		mux.Handle(p, an)
 	}
 	for _, p := range ra.Routes() {
 		mux.Handle(p, ra)
