@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/kit/endpoint"
@@ -99,9 +102,7 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 		attrUpstream.String(name),
 		attrOutbound.String(dialect),
 	}
-	errAttrs := func(code string) metric.MeasurementOption {
-		return metric.WithAttributes(attrUpstream.String(name), attrOutbound.String(dialect), attribute.Key(keyErrCode).String(code))
-	}
+	sets := &metricSets{name: name, dialect: dialect}
 	return func(next endpoint.Endpoint) endpoint.Endpoint {
 		return func(ctx context.Context, request any) (any, error) {
 			req, _ := request.(*bridge.Request)
@@ -109,7 +110,7 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 			if req != nil {
 				model, inbound = req.Model, req.Inbound
 			}
-			pair := []attribute.KeyValue{attrInbound.String(inbound), attrOutbound.String(dialect)}
+			pair := sets.of(inbound)
 			start := t.now()
 			spanName := op
 			if model != "" {
@@ -122,7 +123,7 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 					span.SetAttributes(requestAttributes(req, t.recordContent)...)
 				}
 			}
-			t.m.started.Add(ctx, 1, metric.WithAttributes(pair...))
+			t.m.started.Add(ctx, 1, pair.pair)
 
 			resp, err := next(ctx, request)
 			call, _ := resp.(*bridge.Call)
@@ -134,11 +135,11 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 				if ctx.Err() != nil {
 					outcome = string(bridge.StatusCancelled)
 				} else {
-					t.m.upErrs.Add(ctx, 1, errAttrs(string(bridge.ErrorCode(err))))
+					t.m.upErrs.Add(ctx, 1, sets.errCode(string(bridge.ErrorCode(err))))
 				}
 				end := t.now()
-				t.m.ended.Add(ctx, 1, metric.WithAttributes(append(pair, attrOutcome.String(outcome))...))
-				t.m.duration.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(pair...))
+				t.m.ended.Add(ctx, 1, pair.outcome(outcome))
+				t.m.duration.Record(ctx, end.Sub(start).Seconds(), pair.pair)
 				if span.IsRecording() {
 					failSpan(span, err)
 					span.SetAttributes(attrOutcome.String(outcome))
@@ -146,13 +147,81 @@ func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
 				span.End(trace.WithTimestamp(end))
 				return resp, err
 			}
-			t.m.active.Add(ctx, 1, metric.WithAttributes(pair...))
-			s := &upstreamStream{t: t, span: span, start: start, pair: pair, errAttrs: errAttrs}
+			t.m.active.Add(ctx, 1, pair.pair)
+			s := &upstreamStream{t: t, span: span, start: start, pair: pair, sets: sets}
 			wrapped := *call
 			wrapped.Events = s.wrap(ctx, call.Events)
 			return &wrapped, nil
 		}
 	}
+}
+
+// metricSets holds the attribute sets of one upstream's run metrics, made
+// once each: metric.WithAttributes sorts, dedupes and hashes its attributes
+// into a set at every call, which cost each request more than the metrics
+// themselves (a no-op meter pays it too). The keys are few: the inbound
+// dialects, the outcomes and the error codes; past maxSets a set is made
+// per call instead of cached.
+type metricSets struct {
+	name, dialect string
+	pairs         sync.Map // inbound dialect -> *pairSets
+	codes         sync.Map // error code -> metric.MeasurementOption
+	n             atomic.Int32
+}
+
+// pairSets are the sets of one (inbound, outbound) pair.
+type pairSets struct {
+	kvs      []attribute.KeyValue
+	pair     metric.MeasurementOption
+	outcomes sync.Map // outcome -> metric.MeasurementOption
+	n        atomic.Int32
+}
+
+const maxSets = 64
+
+func (m *metricSets) of(inbound string) *pairSets {
+	if p, ok := m.pairs.Load(inbound); ok {
+		return p.(*pairSets)
+	}
+	kvs := []attribute.KeyValue{attrInbound.String(inbound), attrOutbound.String(m.dialect)}
+	p := &pairSets{kvs: kvs, pair: metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	if m.n.Load() >= maxSets {
+		return p
+	}
+	got, loaded := m.pairs.LoadOrStore(inbound, p)
+	if !loaded {
+		m.n.Add(1)
+	}
+	return got.(*pairSets)
+}
+
+// outcome is the pair's set with the outcome attribute.
+func (p *pairSets) outcome(o string) metric.MeasurementOption {
+	if opt, ok := p.outcomes.Load(o); ok {
+		return opt.(metric.MeasurementOption)
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(p.kvs), attrOutcome.String(o))...))
+	if p.n.Load() < maxSets {
+		if _, loaded := p.outcomes.LoadOrStore(o, opt); !loaded {
+			p.n.Add(1)
+		}
+	}
+	return opt
+}
+
+// errCode is the set of an upstream error metric.
+func (m *metricSets) errCode(code string) metric.MeasurementOption {
+	if opt, ok := m.codes.Load(code); ok {
+		return opt.(metric.MeasurementOption)
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrUpstream.String(m.name), attrOutbound.String(m.dialect),
+		attribute.Key(keyErrCode).String(code)))
+	if m.n.Load() < maxSets {
+		if _, loaded := m.codes.LoadOrStore(code, opt); !loaded {
+			m.n.Add(1)
+		}
+	}
+	return opt
 }
 
 // requestAttributes are the request's GenAI attributes.
@@ -241,11 +310,11 @@ func failSpan(span trace.Span, err error) {
 // upstreamStream follows one upstream call's events for its span and
 // metrics. Its methods run on the goroutine ranging over the stream.
 type upstreamStream struct {
-	t        *Telemetry
-	span     trace.Span
-	start    time.Time
-	pair     []attribute.KeyValue
-	errAttrs func(code string) metric.MeasurementOption
+	t     *Telemetry
+	span  trace.Span
+	start time.Time
+	pair  *pairSets
+	sets  *metricSets
 
 	first  bool
 	final  *bridge.Final
@@ -292,7 +361,7 @@ func (s *upstreamStream) observe(ctx context.Context, ev *bridge.Event) {
 		if !s.first {
 			s.first = true
 			now := s.t.now()
-			s.t.m.ttft.Record(ctx, now.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
+			s.t.m.ttft.Record(ctx, now.Sub(s.start).Seconds(), s.pair.pair)
 			if rec {
 				s.span.AddEvent(EventFirstToken, trace.WithTimestamp(now))
 			}
@@ -407,15 +476,15 @@ func (s *upstreamStream) end(ctx context.Context, stopped bool) {
 	case s.failed != nil && ctx.Err() != nil:
 		outcome = string(bridge.StatusCancelled)
 	case s.failed != nil:
-		s.t.m.upErrs.Add(ctx, 1, s.errAttrs(string(bridge.ErrorCode(s.failed))))
+		s.t.m.upErrs.Add(ctx, 1, s.sets.errCode(string(bridge.ErrorCode(s.failed))))
 	case stopped:
 		outcome = "stopped"
 	case s.final != nil:
 		outcome = string(s.final.Status)
 	}
-	s.t.m.active.Add(ctx, -1, metric.WithAttributes(s.pair...))
-	s.t.m.ended.Add(ctx, 1, metric.WithAttributes(append(s.pair, attrOutcome.String(outcome))...))
-	s.t.m.duration.Record(ctx, end.Sub(s.start).Seconds(), metric.WithAttributes(s.pair...))
+	s.t.m.active.Add(ctx, -1, s.pair.pair)
+	s.t.m.ended.Add(ctx, 1, s.pair.outcome(outcome))
+	s.t.m.duration.Record(ctx, end.Sub(s.start).Seconds(), s.pair.pair)
 	if !s.span.IsRecording() {
 		s.span.End()
 		return
