@@ -57,6 +57,9 @@ type options struct {
 	split           bool
 	url             string // the client role's target
 	dialect         string // the client role's dialect
+	paired          bool
+	pairs           string // the paired-client role's targets, JSON
+	upstreamURL     string // the serve role's upstream
 	check           bool
 	cpuprofile      string
 }
@@ -98,6 +101,9 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
 	fs.StringVar(&opt.url, "url", "", "internal: the target URL a client process measures")
 	fs.StringVar(&opt.dialect, "dialect", dialectOpenAI, "internal: the dialect a client process speaks")
+	fs.BoolVar(&opt.paired, "paired", false, "measure the latency phase paired: every target served at once in a process of its own, one client process sending each stream to the targets in turn (a drift of the machine's speed then touches them alike); implies --split")
+	fs.StringVar(&opt.pairs, "pairs", "", "internal: the targets of a paired client process")
+	fs.StringVar(&opt.upstreamURL, "upstream-url", "", "internal: the upstream a serve process's target calls")
 	if err := fs.Parse(args); err != nil {
 		return opt, "", err
 	}
@@ -139,6 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 		return opt, "", errors.New("--proxy-idle-conns, --max-runs: want 0 or more")
 	case opt.timeout <= 0:
 		return opt, "", errors.New("--timeout: want a positive duration")
+	}
+	if opt.paired {
+		opt.split = true
 	}
 	if opt.maxRuns == 0 {
 		opt.maxRuns = max(opt.concurrency, opt.pacedStreams) + 8
@@ -189,6 +198,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case roleClient:
 		if err := runClientRole(ctx, opt, stdout); err != nil {
 			fmt.Fprintln(stderr, "bridgeload: client:", err)
+			return 1
+		}
+		return 0
+	case roleServe:
+		if err := serveTargetRole(ctx, child, opt, os.Stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, "bridgeload: serve:", err)
+			return 1
+		}
+		return 0
+	case rolePairedClient:
+		if err := runPairedClientRole(ctx, opt, stdout); err != nil {
+			fmt.Fprintln(stderr, "bridgeload: paired client:", err)
 			return 1
 		}
 		return 0
@@ -262,23 +283,40 @@ func runAll(ctx context.Context, opt options, stderr io.Writer) (*Report, error)
 		"pace": opt.pace.String(), "latency_pace": opt.latencyPace.String(),
 		"paced_streams": opt.pacedStreams, "latency_requests": opt.latencyRequests,
 		"proxy_idle_conns": opt.proxyIdleConns, "max_runs": opt.maxRuns, "fork": opt.fork, "rounds": opt.rounds,
-		"split": opt.split,
+		"split": opt.split, "paired": opt.paired,
 	}}
 	byTarget := map[string][]*Result{}
 	for round := range opt.rounds {
+		var paired map[string]LatencyResult
+		topt := opt
+		if opt.paired && opt.latencyRequests > 0 {
+			fmt.Fprintf(stderr, "bridgeload: round %d/%d: latency, paired: %s...\n", round+1, opt.rounds, strings.Join(opt.targets, ", "))
+			var err error
+			if paired, err = pairedLatency(ctx, opt, stderr); err != nil {
+				return nil, err
+			}
+			topt.latencyRequests = 0 // measured
+		}
 		for _, t := range opt.targets {
+			if opt.paired && topt.streams == 0 && topt.pacedStreams == 0 {
+				byTarget[t] = append(byTarget[t], &Result{Target: t, Latency: paired[t]})
+				continue
+			}
 			fmt.Fprintf(stderr, "bridgeload: round %d/%d: measuring %s...\n", round+1, opt.rounds, t)
 			var (
 				res *Result
 				err error
 			)
 			if opt.fork {
-				res, err = measureInChild(ctx, t, opt, stderr)
+				res, err = measureInChild(ctx, t, topt, stderr)
 			} else {
-				res, err = measure(ctx, t, opt)
+				res, err = measure(ctx, t, topt)
 			}
 			if err != nil {
 				return nil, err
+			}
+			if paired != nil {
+				res.Latency = paired[t]
 			}
 			byTarget[t] = append(byTarget[t], res)
 		}
@@ -370,6 +408,12 @@ func printReport(w io.Writer, rep *Report) {
 	s := rep.Settings
 	fmt.Fprintf(w, "bridgeload: %v content chunks a stream; latency: %v sequential streams; throughput: %v streams, %v at a time; memory: %v streams open, chunks %v apart\n\n",
 		s["chunks"], s["latency_requests"], s["streams"], s["concurrency"], s["paced_streams"], s["pace"])
+	switch {
+	case s["paired"] == true:
+		fmt.Fprintf(w, "latency paired: the targets served at once, each in a process of its own, the fake upstream and the client in two more; the client sends each stream to every target in turn\n\n")
+	case s["split"] == true:
+		fmt.Fprintf(w, "split: the fake upstream, and the latency phase's client, each in a process of its own\n\n")
+	}
 	if n, _ := s["rounds"].(int); n > 1 {
 		fmt.Fprintf(w, "each figure the median of %d rounds (targets interleaved); stream counts summed over them\n\n", n)
 	}

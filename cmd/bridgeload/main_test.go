@@ -136,3 +136,33 @@ func TestShortRunSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestShortRunPaired is a run with --paired: the latency phase measures the
+// targets at once, each in a process of its own, one client for them all;
+// the throughput phase still measures each alone.
+func TestShortRunPaired(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--paired", "--targets=direct,proxy,anthropic", "--streams=10", "--concurrency=2", "--chunks=5",
+		"--latency-requests=6", "--paced-streams=0", "--warmup=1", "--timeout=60s", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 3 || rep.Settings["paired"] != true || rep.Settings["split"] != true {
+		t.Fatalf("settings %v, %d results; want three paired results", rep.Settings, len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Latency.TTFB.N != 6 || r.Latency.Cut != 0 || r.Latency.TTFB.P50 <= 0 {
+			t.Errorf("%s: latency = %+v, want 6 paired streams", r.Target, r.Latency)
+		}
+		if r.Throughput.TTLB.N != 10 || r.Throughput.Cut != 0 {
+			t.Errorf("%s: throughput = %+v, want 10 streams measured alone", r.Target, r.Throughput)
+		}
+	}
+	if len(rep.Goals) == 0 || !strings.Contains(stderr.String(), "latency paired") {
+		t.Errorf("goals %+v; table:\n%s", rep.Goals, stderr.String())
+	}
+}

@@ -187,3 +187,183 @@ func latencyInProcess(ctx context.Context, url, dialect string, opt options) (La
 	}
 	return res, nil
 }
+
+// With --paired the latency phase measures every target at once: each
+// target serves in a process of its own (the fake upstream in another), and
+// one client process sends its streams to the targets in turn, the order
+// rotating each time. This machine's speed drifts by tens of percent over
+// seconds (other guests of its host); measured one after another, the
+// targets would each see another machine, paired they see the same one.
+const (
+	roleServe        = "serve"         // serves one target against -upstream-url until stdin closes
+	rolePairedClient = "paired-client" // the paired latency phase against -pairs
+)
+
+// urlUpstream is an upstream some other process serves.
+type urlUpstream string
+
+func (u urlUpstream) URL() string  { return string(u) }
+func (u urlUpstream) Conns() int64 { return -1 }
+func (u urlUpstream) Close()       {}
+
+// serveTargetRole is the serve role: it starts opt's target against the
+// upstream at opt.upstreamURL, prints the target's URL, and serves until
+// stdin reaches EOF or ctx ends.
+func serveTargetRole(ctx context.Context, name string, opt options, stdin io.Reader, stdout io.Writer) error {
+	if opt.upstreamURL == "" {
+		return errors.New("serve without -upstream-url")
+	}
+	t, err := startTarget(ctx, name, urlUpstream(opt.upstreamURL), opt)
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	if _, err := fmt.Fprintln(stdout, t.url); err != nil {
+		return err
+	}
+	eof := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stdin); close(eof) }()
+	select {
+	case <-eof:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// served is a process serving something until its stdin closes.
+type served struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	url   string
+}
+
+// startServed starts this program in role with args and reads the URL it
+// prints first.
+func startServed(ctx context.Context, role string, args []string, stderr io.Writer) (*served, error) {
+	cmd, err := roleCommand(ctx, role, args)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s process: %w", role, err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url := strings.TrimSpace(line)
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		stdin.Close()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%s process: no URL (read %q: %v)", role, line, err)
+	}
+	return &served{cmd: cmd, stdin: stdin, url: url}, nil
+}
+
+// stop closes its stdin and waits for it to exit.
+func (s *served) stop() {
+	s.stdin.Close()
+	_ = s.cmd.Wait()
+}
+
+// pair is one target of the paired phase.
+type pair struct {
+	Target string `json:"target"`
+	URL    string `json:"url"`
+}
+
+// pairedLatency runs the paired latency phase: the upstream and each
+// target in a process of its own, then one client process for them all.
+func pairedLatency(ctx context.Context, opt options, stderr io.Writer) (map[string]LatencyResult, error) {
+	up, err := startServed(ctx, roleUpstream, nil, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer up.stop()
+	var pairs []pair
+	for _, t := range opt.targets {
+		if t == targetDirect {
+			pairs = append(pairs, pair{t, up.url})
+			continue
+		}
+		s, err := startServed(ctx, roleServe, opt.serveArgs(t, up.url), stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer s.stop()
+		pairs = append(pairs, pair{t, s.url})
+	}
+	spec, _ := json.Marshal(pairs)
+	dl, _ := ctx.Deadline()
+	cmd, err := roleCommand(ctx, rolePairedClient, append(opt.clientArgs("", "", time.Until(dl)), "-pairs", string(spec)))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("paired client process: %w", err)
+	}
+	res := map[string]LatencyResult{}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return nil, fmt.Errorf("paired client output: %w", err)
+	}
+	return res, nil
+}
+
+// serveArgs are the flags of a process serving target against upstream.
+func (o options) serveArgs(target, upstream string) []string {
+	return []string{"-target", target, "-targets", target, "-upstream-url", upstream,
+		"-max-runs", strconv.Itoa(o.maxRuns), "-proxy-idle-conns", strconv.Itoa(o.proxyIdleConns)}
+}
+
+// runPairedClientRole is the paired-client role: a warm-up of each target,
+// then opt.latencyRequests streams to each, the targets in turn, the order
+// rotating by one each time; the results by target as JSON on stdout.
+func runPairedClientRole(ctx context.Context, opt options, stdout io.Writer) error {
+	var pairs []pair
+	if err := json.Unmarshal([]byte(opt.pairs), &pairs); err != nil || len(pairs) == 0 {
+		return fmt.Errorf("-pairs: %v", err)
+	}
+	type side struct {
+		c          *loadClient
+		s          script
+		ttfb, ttlb []time.Duration
+		cut        cuts
+	}
+	sides := make([]*side, len(pairs))
+	for i, p := range pairs {
+		d := dialectOf(p.Target)
+		sides[i] = &side{c: newLoadClient(p.URL, d, 2), s: newScript(d, opt.chunks, opt.latencyPace)}
+		defer sides[i].c.close()
+		for range opt.warmup {
+			if r := sides[i].c.stream(ctx, sides[i].s); r.cut != "" {
+				return fmt.Errorf("%s: warm-up stream cut short: %s", p.Target, r.cut)
+			}
+		}
+	}
+	for n := 0; n < opt.latencyRequests && ctx.Err() == nil; n++ {
+		for k := range sides {
+			sd := sides[(n+k)%len(sides)]
+			r := sd.c.stream(ctx, sd.s)
+			if r.cut != "" {
+				sd.cut.add(r.cut)
+				continue
+			}
+			sd.ttfb, sd.ttlb = append(sd.ttfb, r.ttfb), append(sd.ttlb, r.ttlb)
+		}
+	}
+	res := map[string]LatencyResult{}
+	for i, p := range pairs {
+		sd := sides[i]
+		res[p.Target] = LatencyResult{Requests: opt.latencyRequests, TTFB: distOf(sd.ttfb), TTLB: distOf(sd.ttlb),
+			Cut: sd.cut.n, Reasons: sd.cut.list()}
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
