@@ -276,16 +276,17 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		return nil, err
 	}
 	// A new run (and a fresh session) is created by the writer, in the same
-	// transaction as its run_started event and its input, while the pump
-	// already calls the upstream. The creation waits (hold) until the
-	// upstream has answered, so it is committed while the upstream works
-	// on its first token rather than competing with the request on its
-	// way; at most holdLinger. Start returns once it is committed.
+	// transaction as its run_started event and its input, at once: it is
+	// committed while the pump's request is on its way and the upstream
+	// works, so the run's first content is committed alone (one page, not
+	// a new run's dozen). Start returns once the creation is committed.
+	// (Holding it until the upstream answered, to commit it with the
+	// first content, put it on the first byte's path: measured paired,
+	// the bridge added 7-12% more to the first byte.)
 	var created *pending
 	if prev == nil {
 		created = &pending{lr: lr, ev: Event{Kind: KindRunStarted, Source: SourceBridge},
-			msgs: input, done: make(chan error, 1), hold: true}
-		lr.createHeld = true
+			msgs: input, done: make(chan error, 1)}
 		newRun := *run
 		created.newRun = &newRun
 		if fresh {
@@ -540,12 +541,6 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 	runID := lr.run.ID
 	var final *Final
 	call, err := open()
-	if lr.createHeld {
-		// The upstream answered (or failed): commit the run's creation
-		// now, while it works on its first token.
-		lr.createHeld = false
-		e.queue <- &pending{lr: lr, nudge: true}
-	}
 	if err == nil {
 		lr.setCall(call)
 		defer lr.setCall(nil)

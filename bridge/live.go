@@ -24,7 +24,6 @@ type liveRun struct {
 	seq    int64 // last seq assigned; guarded by emitMu
 
 	contentSeen bool // the run has emitted an event a client shows; pump only
-	createHeld  bool // the run's creation waits for a nudge; pump only
 
 	mu        sync.Mutex
 	run       *Run    // guarded by mu once the pump started
@@ -259,12 +258,7 @@ type pending struct {
 	// hold marks an event no client shows that comes before the run's first
 	// one that it does (message_started): no one waits for it, so the
 	// writer may keep it up to holdLinger and commit it with that event.
-	// A new run's creation may wait too, until its upstream has answered.
 	hold bool
-	// nudge carries no event: it ends the wait of what holds (the run's
-	// upstream answered, so its creation is committed while the upstream
-	// works on its first token, not while the request is on its way).
-	nudge bool
 	// pooled: from pendings, and back to it once published (an event
 	// alone: no one else holds it).
 	pooled bool
@@ -334,9 +328,6 @@ func (e *Engine) writer() {
 			errs = e.isolate(batch)
 		}
 		for _, p := range batch {
-			if p.nudge {
-				continue
-			}
 			touched[p.lr] = struct{}{}
 			if errs[p.lr] == nil {
 				p.lr.committed(&p.ev)
@@ -384,9 +375,7 @@ func (e *Engine) commit(b *Batch, batch []*pending) error {
 		if p.newRun != nil {
 			b.NewRuns = append(b.NewRuns, p.newRun)
 		}
-		if !p.nudge {
-			b.Events = append(b.Events, p.ev)
-		}
+		b.Events = append(b.Events, p.ev)
 		if p.run != nil {
 			b.Runs = append(b.Runs, p.run)
 		}
