@@ -53,7 +53,14 @@ func serveUpstreamRole(ctx context.Context, stdin io.Reader, stdout io.Writer) e
 		return err
 	}
 	defer up.Close()
-	if _, err := fmt.Fprintln(stdout, up.URL()); err != nil {
+	return serveUntilEOF(ctx, up.URL(), stdin, stdout)
+}
+
+// serveUntilEOF is the end of a serving role: it prints url on stdout, then
+// returns once stdin reaches EOF (its parent closed it, or died) or ctx
+// ends.
+func serveUntilEOF(ctx context.Context, url string, stdin io.Reader, stdout io.Writer) error {
+	if _, err := fmt.Fprintln(stdout, url); err != nil {
 		return err
 	}
 	eof := make(chan struct{})
@@ -65,17 +72,17 @@ func serveUpstreamRole(ctx context.Context, stdin io.Reader, stdout io.Writer) e
 	return nil
 }
 
-// remoteUpstream is a fake upstream in a child process.
-type remoteUpstream struct {
+// served is a process serving something until its stdin closes.
+type served struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	url   string
-	hc    *http.Client
 }
 
-// startRemoteUpstream starts the upstream role and waits for its URL.
-func startRemoteUpstream(ctx context.Context, stderr io.Writer) (*remoteUpstream, error) {
-	cmd, err := roleCommand(ctx, roleUpstream, nil)
+// startServed starts this program in role with args and reads the URL it
+// prints first.
+func startServed(ctx context.Context, role string, args []string, stderr io.Writer) (*served, error) {
+	cmd, err := roleCommand(ctx, role, args)
 	if err != nil {
 		return nil, err
 	}
@@ -89,16 +96,38 @@ func startRemoteUpstream(ctx context.Context, stderr io.Writer) (*remoteUpstream
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start upstream process: %w", err)
+		return nil, fmt.Errorf("start %s process: %w", role, err)
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	url := strings.TrimSpace(line)
 	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
 		stdin.Close()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("upstream process: no URL (read %q: %v)", line, err)
+		return nil, fmt.Errorf("%s process: no URL (read %q: %v)", role, line, err)
 	}
-	return &remoteUpstream{cmd: cmd, stdin: stdin, url: url, hc: &http.Client{Timeout: 5 * time.Second}}, nil
+	return &served{cmd: cmd, stdin: stdin, url: url}, nil
+}
+
+// stop closes its stdin and waits for it to exit (cmd's WaitDelay bounds
+// the wait).
+func (s *served) stop() {
+	s.stdin.Close()
+	_ = s.cmd.Wait()
+}
+
+// remoteUpstream is a fake upstream in a child process.
+type remoteUpstream struct {
+	*served
+	hc *http.Client
+}
+
+// startRemoteUpstream starts the upstream role and waits for its URL.
+func startRemoteUpstream(ctx context.Context, stderr io.Writer) (*remoteUpstream, error) {
+	s, err := startServed(ctx, roleUpstream, nil, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteUpstream{served: s, hc: &http.Client{Timeout: 5 * time.Second}}, nil
 }
 
 func (u *remoteUpstream) URL() string { return u.url }
@@ -119,11 +148,10 @@ func (u *remoteUpstream) Conns() int64 {
 }
 
 // Close ends the upstream process: its stdin closes, it shuts its server
-// down and exits (cmd's WaitDelay bounds the wait).
+// down and exits.
 func (u *remoteUpstream) Close() {
 	u.hc.CloseIdleConnections()
-	u.stdin.Close()
-	_ = u.cmd.Wait()
+	u.stop()
 }
 
 // roleCommand is this program run again in role, with args.
@@ -218,58 +246,7 @@ func serveTargetRole(ctx context.Context, name string, opt options, stdin io.Rea
 		return err
 	}
 	defer t.stop()
-	if _, err := fmt.Fprintln(stdout, t.url); err != nil {
-		return err
-	}
-	eof := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, stdin); close(eof) }()
-	select {
-	case <-eof:
-	case <-ctx.Done():
-	}
-	return nil
-}
-
-// served is a process serving something until its stdin closes.
-type served struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	url   string
-}
-
-// startServed starts this program in role with args and reads the URL it
-// prints first.
-func startServed(ctx context.Context, role string, args []string, stderr io.Writer) (*served, error) {
-	cmd, err := roleCommand(ctx, role, args)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s process: %w", role, err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url := strings.TrimSpace(line)
-	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		stdin.Close()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("%s process: no URL (read %q: %v)", role, line, err)
-	}
-	return &served{cmd: cmd, stdin: stdin, url: url}, nil
-}
-
-// stop closes its stdin and waits for it to exit.
-func (s *served) stop() {
-	s.stdin.Close()
-	_ = s.cmd.Wait()
+	return serveUntilEOF(ctx, t.url, stdin, stdout)
 }
 
 // pair is one target of the paired phase.
