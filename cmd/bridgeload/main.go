@@ -188,31 +188,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
 	defer cancel()
 
-	switch os.Getenv(roleEnv) {
-	case roleUpstream:
-		if err := serveUpstreamRole(ctx, os.Stdin, stdout); err != nil {
-			fmt.Fprintln(stderr, "bridgeload: upstream:", err)
+	// The processes --split and --paired start: this program again, in a role.
+	roles := map[string]func() error{
+		roleUpstream:     func() error { return serveUpstreamRole(ctx, os.Stdin, stdout) },
+		roleClient:       func() error { return runClientRole(ctx, opt, stdout) },
+		roleServe:        func() error { return serveTargetRole(ctx, child, opt, os.Stdin, stdout) },
+		rolePairedClient: func() error { return runPairedClientRole(ctx, opt, stdout) },
+	}
+	role := os.Getenv(roleEnv)
+	if f, ok := roles[role]; ok {
+		if err := f(); err != nil {
+			fmt.Fprintf(stderr, "bridgeload: %s: %v\n", role, err)
 			return 1
 		}
 		return 0
-	case roleClient:
-		if err := runClientRole(ctx, opt, stdout); err != nil {
-			fmt.Fprintln(stderr, "bridgeload: client:", err)
-			return 1
-		}
-		return 0
-	case roleServe:
-		if err := serveTargetRole(ctx, child, opt, os.Stdin, stdout); err != nil {
-			fmt.Fprintln(stderr, "bridgeload: serve:", err)
-			return 1
-		}
-		return 0
-	case rolePairedClient:
-		if err := runPairedClientRole(ctx, opt, stdout); err != nil {
-			fmt.Fprintln(stderr, "bridgeload: paired client:", err)
-			return 1
-		}
-		return 0
+	}
+	switch role {
 	case roleChild:
 		if child == "" {
 			fmt.Fprintln(stderr, "bridgeload: child without -target")

@@ -21,16 +21,8 @@ func TestMain(m *testing.M) {
 // stream of any target may be cut short, and every target must have
 // produced every measurement.
 func TestShortRun(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	args := []string{"--streams=50", "--concurrency=5", "--chunks=20", "--latency-requests=20",
-		"--paced-streams=10", "--pace=2ms", "--warmup=2", "--timeout=60s", "--json"}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
-	}
+	rep, table := runReport(t, "--streams=50", "--concurrency=5", "--chunks=20", "--latency-requests=20",
+		"--paced-streams=10", "--pace=2ms", "--warmup=2", "--timeout=60s")
 	if len(rep.Results) != len(allTargets) {
 		t.Fatalf("%d results, want one for each of %v", len(rep.Results), allTargets)
 	}
@@ -60,8 +52,8 @@ func TestShortRun(t *testing.T) {
 	}
 	// The table went to stderr, with the goals beside the numbers.
 	for _, want := range []string{"added TTFB p50", "streams/s", "peak RSS", "cut short", "goal (bridge)", "anthropic: added median TTFB"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("table has no %q:\n%s", want, stderr.String())
+		if !strings.Contains(table, want) {
+			t.Errorf("table has no %q:\n%s", want, table)
 		}
 	}
 }
@@ -109,16 +101,8 @@ func TestUpstreamScript(t *testing.T) {
 // TestShortRunSplit is a run with --split: the fake upstream and the latency
 // phase's client each in a process of their own.
 func TestShortRunSplit(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	args := []string{"--split", "--targets=direct,anthropic", "--streams=20", "--concurrency=4", "--chunks=10",
-		"--latency-requests=10", "--paced-streams=0", "--warmup=2", "--timeout=60s", "--json"}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
-	}
+	rep, _ := runReport(t, "--split", "--targets=direct,anthropic", "--streams=20", "--concurrency=4", "--chunks=10",
+		"--latency-requests=10", "--paced-streams=0", "--warmup=2", "--timeout=60s")
 	if len(rep.Results) != 2 || rep.Settings["split"] != true {
 		t.Fatalf("report = %+v, want two split results", rep)
 	}
@@ -141,16 +125,8 @@ func TestShortRunSplit(t *testing.T) {
 // targets at once, each in a process of its own, one client for them all;
 // the throughput phase still measures each alone.
 func TestShortRunPaired(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	args := []string{"--paired", "--targets=direct,proxy,anthropic", "--streams=10", "--concurrency=2", "--chunks=5",
-		"--latency-requests=6", "--paced-streams=0", "--warmup=1", "--timeout=60s", "--json"}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
-	}
+	rep, table := runReport(t, "--paired", "--targets=direct,proxy,anthropic", "--streams=10", "--concurrency=2", "--chunks=5",
+		"--latency-requests=6", "--paced-streams=0", "--warmup=1", "--timeout=60s")
 	if len(rep.Results) != 3 || rep.Settings["paired"] != true || rep.Settings["split"] != true {
 		t.Fatalf("settings %v, %d results; want three paired results", rep.Settings, len(rep.Results))
 	}
@@ -162,7 +138,22 @@ func TestShortRunPaired(t *testing.T) {
 			t.Errorf("%s: throughput = %+v, want 10 streams measured alone", r.Target, r.Throughput)
 		}
 	}
-	if len(rep.Goals) == 0 || !strings.Contains(stderr.String(), "latency paired") {
-		t.Errorf("goals %+v; table:\n%s", rep.Goals, stderr.String())
+	if len(rep.Goals) == 0 || !strings.Contains(table, "latency paired") {
+		t.Errorf("goals %+v; table:\n%s", rep.Goals, table)
 	}
+}
+
+// runReport runs bridgeload with args and --json, and returns its report and
+// its table.
+func runReport(t *testing.T, args ...string) (Report, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(append(args, "--json"), &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload exited %d\n%s", code, stderr.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout.String())
+	}
+	return rep, stderr.String()
 }
