@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -258,6 +259,10 @@ type pair struct {
 // pairedLatency runs the paired latency phase: the upstream and each
 // target in a process of its own, then one client process for them all.
 func pairedLatency(ctx context.Context, opt options, stderr io.Writer) (map[string]LatencyResult, error) {
+	if _, ok := stderr.(*os.File); !ok {
+		// The processes' stderr is copied into it by a goroutine each.
+		stderr = &lockedWriter{w: stderr}
+	}
 	up, err := startServed(ctx, roleUpstream, nil, stderr)
 	if err != nil {
 		return nil, err
@@ -292,6 +297,18 @@ func pairedLatency(ctx context.Context, opt options, stderr io.Writer) (map[stri
 		return nil, fmt.Errorf("paired client output: %w", err)
 	}
 	return res, nil
+}
+
+// lockedWriter is a writer several goroutines may share.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // serveArgs are the flags of a process serving target against upstream.
