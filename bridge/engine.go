@@ -64,6 +64,15 @@ type ToolCallMinter interface {
 	MintToolCallID(local string) string
 }
 
+// Admitter is implemented by upstreams that can tell, before a call, that
+// they would refuse it at once (a circuit breaker that is open): Start asks
+// before it records anything, and returns the error, so a request refused
+// without reaching an upstream leaves no run behind (and costs no commit).
+// A nil error admits the call, which may still fail.
+type Admitter interface {
+	Admit() error
+}
+
 // Config configures an Engine. The zero value of each field means its
 // default; Store and Route are required.
 type Config struct {
@@ -203,6 +212,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	up, err := e.route(req.Model)
 	if err != nil {
 		return nil, err
+	}
+	if a, ok := up.(Admitter); ok {
+		if err := a.Admit(); err != nil {
+			return nil, err
+		}
 	}
 	principal := PrincipalFromContext(ctx)
 	now := e.now().UTC()

@@ -256,6 +256,44 @@ func TestUpstreamErrorBeforeFirstByte(t *testing.T) {
 	}
 }
 
+// refusing is an upstream that refuses every call before it is made (an
+// open circuit breaker), as a bridge.Admitter.
+type refusing struct {
+	bridgetest.Upstream
+	err error
+}
+
+func (r *refusing) Admit() error { return r.err }
+
+// TestRefusedBeforeARun: a call the upstream refuses before it is made
+// (Admit) fails Start with that error, and leaves no run and no session.
+func TestRefusedBeforeARun(t *testing.T) {
+	open := &bridge.Error{Code: bridge.CodeUnavailable, Message: "its circuit breaker is open", RetryAfter: time.Second}
+	up := &refusing{err: open}
+	e, store := newEngine(t, up)
+	run, err := e.Start(t.Context(), userRequest("hi"))
+	if run != nil || !errors.Is(err, open) {
+		t.Fatalf("Start = %+v, %v; want the refusal", run, err)
+	}
+	if runs, err := store.ListRuns(t.Context(), bridge.RunFilter{}); err != nil || len(runs) != 0 {
+		t.Errorf("runs after a refusal: %d, %v; want none", len(runs), err)
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Errorf("the upstream got %d calls", n)
+	}
+	// Admitted again, the same request runs.
+	up.err = nil
+	up.Events = bridgetest.TextEvents("ok")
+	run, err = e.Start(t.Context(), userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events, _ := e.Subscribe(t.Context(), run.ID, 0)
+	if evs := collect(t, events); evs[len(evs)-1].Final.Status != bridge.StatusCompleted {
+		t.Errorf("admitted run ended %+v", evs[len(evs)-1].Final)
+	}
+}
+
 func TestUsageIsMergedNotOverwritten(t *testing.T) {
 	evs := bridgetest.TextEvents("x")
 	fin := evs[len(evs)-1]

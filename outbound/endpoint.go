@@ -28,9 +28,18 @@ func Wrap(u bridge.Upstream, mw ...endpoint.Middleware) bridge.Upstream {
 	if len(mw) == 0 {
 		return u
 	}
+	return WrapAdmit(u, nil, mw...)
+}
+
+// WrapAdmit is Wrap whose upstream is a bridge.Admitter that asks admit
+// (nil admits every call): WrapAdmit(u, breaker.Admit, ..., breaker.Middleware()),
+// so the engine learns that the breaker is open before it records a run.
+func WrapAdmit(u bridge.Upstream, admit func() error, mw ...endpoint.Middleware) bridge.Upstream {
 	ep := Endpoint(u)
-	ep = endpoint.Chain(mw[0], mw[1:]...)(ep)
-	w := &wrapped{Upstream: u, ep: ep}
+	if len(mw) > 0 {
+		ep = endpoint.Chain(mw[0], mw[1:]...)(ep)
+	}
+	w := &wrapped{Upstream: u, ep: ep, admit: admit}
 	if m, ok := u.(bridge.ToolCallMinter); ok {
 		return &wrappedMinter{wrapped: w, m: m}
 	}
@@ -39,7 +48,16 @@ func Wrap(u bridge.Upstream, mw ...endpoint.Middleware) bridge.Upstream {
 
 type wrapped struct {
 	bridge.Upstream
-	ep endpoint.Endpoint
+	ep    endpoint.Endpoint
+	admit func() error
+}
+
+// Admit implements bridge.Admitter.
+func (w *wrapped) Admit() error {
+	if w.admit == nil {
+		return nil
+	}
+	return w.admit()
 }
 
 // Unwrap returns the upstream under the middleware, for optional methods

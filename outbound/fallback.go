@@ -101,6 +101,29 @@ func (f *Fallback) Dialect() string { return f.primary.Dialect() }
 // Unwrap returns the primary.
 func (f *Fallback) Unwrap() bridge.Upstream { return f.primary }
 
+// Admit implements bridge.Admitter: a call is admitted when the primary or
+// any fallback would take it; when none would, the primary's refusal.
+func (f *Fallback) Admit() error {
+	first := admit(f.primary)
+	if first == nil {
+		return nil
+	}
+	for _, up := range f.next {
+		if admit(up) == nil {
+			return nil
+		}
+	}
+	return first
+}
+
+// admit is up's bridge.Admitter answer; nil for an upstream without one.
+func admit(up bridge.Upstream) error {
+	if a, ok := up.(bridge.Admitter); ok {
+		return a.Admit()
+	}
+	return nil
+}
+
 // Fallbacks returns the fallbacks, in order.
 func (f *Fallback) Fallbacks() []bridge.Upstream { return slices.Clone(f.next) }
 

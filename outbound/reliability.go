@@ -97,6 +97,16 @@ func NewBreaker(name string, cfg BreakerConfig, log *slog.Logger, onChange func(
 // State is the breaker's current state.
 func (b *Breaker) State() gobreaker.State { return b.cb.State() }
 
+// Admit is the breaker's answer before a call (for WrapAdmit): while it is
+// open, the error the call would get at once; else nil (half-open, the
+// call may still be refused if its trials are taken).
+func (b *Breaker) Admit() error {
+	if b.cb.State() == gobreaker.StateOpen {
+		return b.openError()
+	}
+	return nil
+}
+
 // Middleware is the breaker as go-kit endpoint middleware (go-kit's
 // circuitbreaker.Gobreaker around the next endpoint), with one breaker
 // execution spanning the whole call, its stream included: the call is handed
@@ -120,8 +130,8 @@ func (b *Breaker) Middleware() endpoint.Middleware {
 			return nil, req.(*execution).run(ctx, next)
 		})
 		return func(ctx context.Context, req any) (any, error) {
-			if b.cb.State() == gobreaker.StateOpen { // no goroutine for a call refused at once
-				return nil, b.openError()
+			if err := b.Admit(); err != nil { // no goroutine for a call refused at once
+				return nil, err
 			}
 			x := &execution{req: req, ch: make(chan error)}
 			go func() {

@@ -107,6 +107,16 @@ func TestBreakerOverOpenAI(t *testing.T) {
 	if n := len(up.Requests()); n != 3 {
 		t.Errorf("the open breaker let requests through: %d upstream requests", n)
 	}
+	// Refused before any upstream call, the request records no run.
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(chatBody(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("X-Run-Id") != "" || resp.Header.Get("X-Session-Id") != "" {
+		t.Errorf("refused by the open breaker: %d, X-Run-Id %q, X-Session-Id %q; want a 503 and no run",
+			resp.StatusCode, resp.Header.Get("X-Run-Id"), resp.Header.Get("X-Session-Id"))
+	}
 	time.Sleep(350 * time.Millisecond)
 	fail.Store(false)
 	if status, _, body := chat(t, base, false); status != 200 || !strings.Contains(body, "back") {

@@ -93,7 +93,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 		// Outermost first: one client span around the retries; retries go
 		// around the breaker, so an open breaker stops them at once.
 		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
-		wrapped := outbound.Wrap(up, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
+		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 		if c, ok := up.(*outanthropic.Client); ok {
 			counters[u.Name] = c

@@ -182,7 +182,7 @@ func startBridge(ctx context.Context, up upstream, opt options) (*target, error)
 	client := outopenai.New(outopenai.Config{Name: name, BaseURL: up.URL() + "/v1",
 		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
 	breaker := outbound.NewBreaker(name, outbound.BreakerConfig{}, log, tel.OnBreakerChange)
-	oc := outbound.Wrap(client, tel.Upstream(client), outbound.Retry(outbound.RetryConfig{}, true), breaker.Middleware())
+	oc := outbound.WrapAdmit(client, breaker.Admit, tel.Upstream(client), outbound.Retry(outbound.RetryConfig{}, true), breaker.Middleware())
 	engine, err := bridge.New(bridge.Config{Store: store, Logger: log, Tracer: tel.Tracer(),
 		MaxRunsPerPrincipal: opt.maxRuns,
 		Route:               func(string) (bridge.Upstream, error) { return oc, nil }})
