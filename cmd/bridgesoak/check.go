@@ -120,6 +120,19 @@ func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, erro
 	}
 	defer st.Close()
 	for _, r := range rep.runs {
+		if _, err := parseScript(r.model); err != nil {
+			// An A2A client names no model: its script is its message.
+			msgs, err := st.RunMessages(ctx, r.id)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range msgs {
+				if m.Role == bridge.RoleUser && len(m.Parts) > 0 {
+					r.model = m.Parts[0].Text
+					break
+				}
+			}
+		}
 		evs, err := st.Events(ctx, r.id, 0, 0)
 		if err != nil {
 			return nil, err

@@ -25,7 +25,7 @@ const (
 // streamRecord is what one client saw of one stream.
 type streamRecord struct {
 	script  script
-	dialect string // the inbound dialect it spoke: "openai" or "anthropic"
+	dialect string // the inbound dialect it spoke: "openai", "anthropic" or "a2a"
 	runID   string
 	seqs    []int64 // the seq of every SSE id: the client received, in order
 	text    string  // the content it received
@@ -49,6 +49,7 @@ func (r *streamRecord) lastSeq() int64 {
 const (
 	dialectOpenAI    = "openai"    // POST /v1/chat/completions
 	dialectAnthropic = "anthropic" // POST /v1/messages
+	dialectA2A       = "a2a"       // POST /a2a, JSON-RPC message/stream
 )
 
 // soakClient sends streaming requests to the bridge, in its dialects by
@@ -79,15 +80,23 @@ func (c *soakClient) dialectOf(k int64) string {
 	return c.dialects[(uint64(k)*0x9E3779B97F4A7C15>>32)%uint64(len(c.dialects))]
 }
 
-// stream runs one script through POST /v1/chat/completions or
-// POST /v1/messages.
+// stream runs one script through POST /v1/chat/completions, POST
+// /v1/messages or A2A's message/stream. A2A names no model: the script
+// rides in the message's text, where the fake upstream finds it.
 func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
 	rec := &streamRecord{script: s, start: time.Now(), dialect: c.dialectOf(s.id)}
 	msgs := []map[string]string{{"role": "user", "content": "soak " + strconv.FormatInt(s.id, 10)}}
 	path := "/v1/chat/completions"
-	req := map[string]any{"model": s.model(), "stream": true, "messages": msgs}
-	if rec.dialect == dialectAnthropic {
-		path, req["max_tokens"] = "/v1/messages", 4096
+	var req any = map[string]any{"model": s.model(), "stream": true, "messages": msgs}
+	switch rec.dialect {
+	case dialectAnthropic:
+		path = "/v1/messages"
+		req.(map[string]any)["max_tokens"] = 4096
+	case dialectA2A:
+		path = "/a2a"
+		req = map[string]any{"jsonrpc": "2.0", "id": s.id, "method": "message/stream", "params": map[string]any{
+			"message": map[string]any{"kind": "message", "role": "user", "messageId": "soak-" + strconv.FormatInt(s.id, 10),
+				"parts": []map[string]string{{"kind": "text", "text": s.model()}}}}}
 	}
 	body, _ := json.Marshal(req)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
@@ -151,6 +160,7 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 		text    strings.Builder
 		errSeen bool
 		anth    = rec.dialect == dialectAnthropic
+		a2a     = rec.dialect == dialectA2A
 	)
 	text.WriteString(rec.text)
 	defer func() { rec.text = text.String() }()
@@ -167,6 +177,8 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 				rec.outcome, rec.end = clientFailed, time.Now() // an Anthropic stream ends at its error event
 			case errors.Is(err, io.EOF) && anth:
 				rec.cut("stream ended without message_stop")
+			case errors.Is(err, io.EOF) && a2a:
+				rec.cut("stream ended without a final status-update")
 			case errors.Is(err, io.EOF):
 				rec.cut("stream ended without [DONE]")
 			default:
@@ -196,6 +208,18 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 			continue // event:, comments and blank lines
 		}
 		data = bytes.TrimSpace(data)
+		if a2a {
+			done, bad := a2aFrame(rec, data, &text)
+			switch {
+			case bad != "":
+				rec.cut(bad)
+				return
+			case done:
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+				return
+			}
+			continue
+		}
 		if anth {
 			done, bad := anthropicFrame(rec, data, &text, &errSeen)
 			switch {
@@ -283,6 +307,64 @@ func anthropicFrame(rec *streamRecord, data []byte, text *strings.Builder, errSe
 		*errSeen = true
 		rec.errCode = f.Error.Type
 	case "message_stop":
+		return true, ""
+	}
+	return false, ""
+}
+
+// a2aFrame takes the data of one A2A frame (a JSON-RPC response): an
+// artifact-update's text; a final status-update's state, which ends the
+// stream (completed, or failed with the state as its code); a JSON-RPC
+// error, which ends it failed. A Task snapshot (the first frame, and the
+// first of a resumed stream, which holds what the client saw already) adds
+// no text. It reports done, and why the frame is bad, if it is.
+func a2aFrame(rec *streamRecord, data []byte, text *strings.Builder) (done bool, bad string) {
+	var f struct {
+		Result *struct {
+			Kind   string `json:"kind"`
+			Final  bool   `json:"final"`
+			Status struct {
+				State string `json:"state"`
+			} `json:"status"`
+			Artifact struct {
+				Parts []struct {
+					Kind string `json:"kind"`
+					Text string `json:"text"`
+				} `json:"parts"`
+			} `json:"artifact"`
+		} `json:"result"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return false, "bad frame: " + err.Error()
+	}
+	switch {
+	case f.Error != nil:
+		rec.outcome, rec.errCode, rec.end = clientFailed, "jsonrpc "+strconv.Itoa(f.Error.Code), time.Now()
+		return true, ""
+	case f.Result == nil:
+		return false, "a frame with neither result nor error"
+	case f.Result.Kind == "artifact-update":
+		for _, p := range f.Result.Artifact.Parts {
+			if p.Kind == "text" && p.Text != "" {
+				if rec.first == 0 && !rec.resumed {
+					rec.first = time.Since(rec.start)
+				}
+				text.WriteString(p.Text)
+			}
+		}
+	case f.Result.Kind == "status-update" && f.Result.Final:
+		rec.end = time.Now()
+		switch f.Result.Status.State {
+		case "completed":
+			rec.outcome = clientCompleted
+		case "failed", "canceled", "rejected":
+			rec.outcome, rec.errCode = clientFailed, f.Result.Status.State
+		default:
+			return false, "a final status-update in state " + f.Result.Status.State
+		}
 		return true, ""
 	}
 	return false, ""

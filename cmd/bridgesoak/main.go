@@ -77,7 +77,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		concurrency:     500,
-		dialects:        []string{dialectOpenAI, dialectAnthropic},
+		dialects:        []string{dialectOpenAI, dialectAnthropic, dialectA2A},
 		upstreamDialect: dialectOpenAI,
 		duration:        60 * time.Second,
 		chunksMin:       20,
@@ -103,12 +103,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.IntVar(&opt.concurrency, "concurrency", opt.concurrency, "concurrent streaming clients")
 	fs.StringVar(&opt.upstreamDialect, "upstream-dialect", opt.upstreamDialect, "the dialect the bridge calls the fake upstream in: openai or anthropic")
-	fs.Func("dialects", "inbound dialects the clients speak by turns, comma-separated: openai, anthropic (default openai,anthropic)", func(v string) error {
+	fs.Func("dialects", "inbound dialects the clients speak by turns, comma-separated: openai, anthropic, a2a (default openai,anthropic,a2a)", func(v string) error {
 		opt.dialects = nil
 		for d := range strings.SplitSeq(v, ",") {
 			d = strings.TrimSpace(d)
-			if d != dialectOpenAI && d != dialectAnthropic {
-				return fmt.Errorf("unknown dialect %q (want openai or anthropic)", d)
+			if d != dialectOpenAI && d != dialectAnthropic && d != dialectA2A {
+				return fmt.Errorf("unknown dialect %q (want openai, anthropic or a2a)", d)
 			}
 			if !slices.Contains(opt.dialects, d) {
 				opt.dialects = append(opt.dialects, d)

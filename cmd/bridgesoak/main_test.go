@@ -91,7 +91,7 @@ func TestSoak(t *testing.T) {
 	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected {
 		t.Errorf("%d injected faults, %d failed streams: want as many, and some", res.injected, res.byOutcome[clientFailed])
 	}
-	for _, d := range []string{dialectOpenAI, dialectAnthropic} {
+	for _, d := range []string{dialectOpenAI, dialectAnthropic, dialectA2A} {
 		if res.byDialect[d+" "+clientCompleted] == 0 || res.byDialect[d+" "+clientFailed] == 0 {
 			t.Errorf("%s: %d completed, %d failed streams: want some of each", d,
 				res.byDialect[d+" "+clientCompleted], res.byDialect[d+" "+clientFailed])

@@ -41,6 +41,25 @@ func (s script) model() string {
 	return fmt.Sprintf("soak/%d/%d/%s/%s", s.id, s.chunks, s.pace, s.fault)
 }
 
+// messageText is the text of a message's content: a string, or the first
+// text block (part) of an array.
+func messageText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(content, &parts)
+	for _, p := range parts {
+		if p.Text != "" {
+			return p.Text
+		}
+	}
+	return ""
+}
+
 func parseScript(model string) (script, error) {
 	p := strings.Split(model, "/")
 	if len(p) != 5 || p[0] != "soak" {
@@ -177,8 +196,11 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || !req.Stream {
 		u.bad.Add(1)
@@ -186,6 +208,12 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, err := parseScript(req.Model)
+	if err != nil && len(req.Messages) > 0 {
+		// A2A clients name no model: their script is the last message's text.
+		if s2, err2 := parseScript(messageText(req.Messages[len(req.Messages)-1].Content)); err2 == nil {
+			s, err = s2, nil
+		}
+	}
 	if err != nil {
 		u.bad.Add(1)
 		http.Error(w, openaitest.ErrorBody("invalid_request_error", err.Error(), "model_not_found"), http.StatusNotFound)
