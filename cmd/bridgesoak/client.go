@@ -85,7 +85,9 @@ func (c *soakClient) dialectOf(k int64) string {
 // rides in the message's text, where the fake upstream finds it.
 func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
 	rec := &streamRecord{script: s, start: time.Now(), dialect: c.dialectOf(s.id)}
-	msgs := []map[string]string{{"role": "user", "content": "soak " + strconv.FormatInt(s.id, 10)}}
+	// The message is the script, as the model is: an A2A client names no
+	// model, and an A2A upstream gets none.
+	msgs := []map[string]string{{"role": "user", "content": s.model()}}
 	path := "/v1/chat/completions"
 	var req any = map[string]any{"model": s.model(), "stream": true, "messages": msgs}
 	switch rec.dialect {

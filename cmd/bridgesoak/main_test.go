@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +123,22 @@ func TestSoakAnthropicUpstream(t *testing.T) {
 	}
 }
 
+// TestSoakA2AUpstream: the same soak with the bridge calling an A2A agent
+// (a2a-go's server), whose faults are a connection cut under its stream
+// (the bridge resubscribes and learns the failed outcome) and a failed task.
+func TestSoakA2AUpstream(t *testing.T) {
+	opt := shortSoak(t)
+	opt.upstreamDialect = dialectA2A
+	res := runSoak(t, opt)
+	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected || res.byOutcome[clientCompleted] == 0 {
+		t.Errorf("%d injected faults, %d failed and %d completed streams: want as many failed, and some of each",
+			res.injected, res.byOutcome[clientFailed], res.byOutcome[clientCompleted])
+	}
+	if res.storedRuns != res.started+res.warmup {
+		t.Errorf("%d runs stored, want %d", res.storedRuns, res.started+res.warmup)
+	}
+}
+
 func TestSoakCrash(t *testing.T) {
 	opt := shortSoak(t)
 	opt.crash = true
@@ -210,5 +228,20 @@ func TestSoakBreakerOpens(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("\n%s%s", log.String(), table.String())
+	}
+}
+
+// TestBadFlags: options that cannot make a soak are refused with a reason.
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--upstream-dialect", "grpc"},
+		{"--dialects", "openai,soap"},
+		{"--crash", "--upstream-dialect", "a2a"},
+		{"--concurrency", "0"},
+	} {
+		var stderr strings.Builder
+		if code := run(args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "bridgesoak:") {
+			t.Errorf("%q: exit %d, %q; want 2 and a reason", args, code, stderr.String())
+		}
 	}
 }

@@ -120,8 +120,11 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 		return res, err
 	}
 	upstream := "openai=" + up.BaseURL()
-	if opt.upstreamDialect == dialectAnthropic {
+	switch opt.upstreamDialect {
+	case dialectAnthropic:
 		upstream = "anthropic=" + up.URL() // the root, as the Anthropic SDK takes it
+	case dialectA2A:
+		upstream = "a2a=" + up.URL() // the agent's base: its card is at the well-known path
 	}
 	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", upstream}
 	logPath := filepath.Join(dir, "bridge.log")

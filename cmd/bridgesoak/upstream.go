@@ -129,6 +129,7 @@ type fakeUpstream struct {
 
 	requests atomic.Int64
 	bad      atomic.Int64 // requests that were not a soak script
+	a2a      http.Handler // the A2A agent's routes (a2aupstream.go)
 
 	mu       sync.Mutex
 	outcomes map[int64][]string // by script id, one per request
@@ -140,6 +141,7 @@ func startUpstream() (*fakeUpstream, error) {
 		return nil, err
 	}
 	u := &fakeUpstream{ln: ln, outcomes: map[int64][]string{}}
+	u.a2a = u.a2aHandler()
 	u.srv = &http.Server{Handler: http.HandlerFunc(u.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = u.srv.Serve(ln) }()
 	return u, nil
@@ -184,6 +186,10 @@ func (u *fakeUpstream) outcomesOf() map[int64][]string {
 }
 
 func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == a2aPath || strings.HasPrefix(r.URL.Path, "/.well-known/") {
+		u.a2a.ServeHTTP(w, r) // the agent counts its own requests
+		return
+	}
 	u.requests.Add(1)
 	anthropic := r.URL.Path == "/v1/messages"
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" && !anthropic {
