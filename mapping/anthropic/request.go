@@ -613,7 +613,7 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 				if wire.Kind(in) != '{' {
 					return msg, wire.TypeErr(p+".input", "object", in)
 				}
-				tc.Arguments = string(wire.Compact(in))
+				tc.Arguments = wire.CompactText(in)
 			} else {
 				tc.Arguments = "{}"
 			}

@@ -244,7 +244,7 @@ func argsText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(wire.Compact(raw))
+	return wire.CompactText(raw)
 }
 
 // errorText reads an error member: a string, or an object with message.

@@ -594,7 +594,7 @@ func (d *reqDecoder) toolCalls(raw json.RawMessage, path string) ([]bridge.ToolC
 			case '"':
 				tc.Arguments, _ = wire.AsString(a, "")
 			case '{', '[': // some clients send the arguments as an object
-				tc.Arguments = string(wire.Compact(a))
+				tc.Arguments = wire.CompactText(a)
 			default:
 				return nil, wire.TypeErr(p+".function.arguments", "string", a)
 			}

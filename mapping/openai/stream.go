@@ -310,7 +310,7 @@ func (d *streamDecoder) toolFragment(index *int, id string, fn *wireFunction) {
 	case '"':
 		frag, _ = wire.AsString(fn.Arguments, "")
 	case '{', '[':
-		frag = string(wire.Compact(fn.Arguments))
+		frag = wire.CompactText(fn.Arguments)
 	}
 	if frag != "" {
 		st.args = append(st.args, frag...)

@@ -426,7 +426,7 @@ func (in *inputDecoder) functionCall(o wire.Object, path string) error {
 		case '"':
 			tc.Arguments, _ = wire.AsString(a, "")
 		case '{', '[':
-			tc.Arguments = string(wire.Compact(a))
+			tc.Arguments = wire.CompactText(a)
 		default:
 			return wire.TypeErr(path+".arguments", "string", a)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -303,6 +304,31 @@ func Compact(raw []byte) json.RawMessage {
 		return slices.Clone(raw)
 	}
 	return b.Bytes()
+}
+
+// CompactText is raw, compacted (Compact), as the text of a string: JSON
+// kept as text (tool-call arguments sent as an object) whose strings hold
+// bytes that are not UTF-8 has each such byte replaced by U+FFFD, as
+// encoding/json does when it decodes a string, and as this package's
+// writer does when it encodes one. So the text is what it will be after it
+// has been sent on as a JSON string and read back.
+func CompactText(raw []byte) string {
+	c := Compact(raw)
+	if utf8.Valid(c) {
+		return string(c)
+	}
+	var b strings.Builder
+	b.Grow(len(c) + 8)
+	for i := 0; i < len(c); {
+		r, size := utf8.DecodeRune(c[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.Write(c[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // SortedKeys returns the keys of m in order.

@@ -69,3 +69,25 @@ func TestRest(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactText: JSON kept as text is compacted, and each byte of it that
+// is not UTF-8 becomes U+FFFD, one per byte, as Str writes it: the text is
+// what a JSON string holding it reads back as.
+func TestCompactText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{ "a" : [1, 2] }`, `{"a":[1,2]}`},
+		{`{"é":"ü"}`, `{"é":"ü"}`},
+		{"{\"\xb3\":0}", "{\"\uFFFD\":0}"},
+		{"{\"a\":\"\xff\xfe\"}", "{\"a\":\"\uFFFD\uFFFD\"}"},
+		{"[\"\xe2\x82\"]", "[\"\uFFFD\uFFFD\"]"}, // a cut rune: two bytes, two replacements
+	} {
+		got := CompactText([]byte(c.in))
+		if got != c.want {
+			t.Errorf("CompactText(%q) = %q, want %q", c.in, got, c.want)
+		}
+		var back string
+		if err := json.Unmarshal(AppendString(nil, got), &back); err != nil || back != got {
+			t.Errorf("%q written and read back: %q, %v", got, back, err)
+		}
+	}
+}
