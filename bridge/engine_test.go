@@ -266,7 +266,7 @@ type refusing struct {
 func (r *refusing) Admit() error { return r.err }
 
 // TestRefusedBeforeARun: a call the upstream refuses before it is made
-// (Admit) fails Start with that error, and leaves no run and no session.
+// (Admit) fails Start with that error, and leaves no run behind.
 func TestRefusedBeforeARun(t *testing.T) {
 	open := &bridge.Error{Code: bridge.CodeUnavailable, Message: "its circuit breaker is open", RetryAfter: time.Second}
 	up := &refusing{err: open}
