@@ -1,8 +1,9 @@
 // Command bridgeload measures what the bridge adds to a streaming chat
-// completion, in one run, against three targets: a fake OpenAI upstream
+// completion, in one run, against four targets: a fake OpenAI upstream
 // alone (direct), a bare reverse proxy in front of it (proxy: the floor any
-// bridge pays), and the bridge itself (bridge: wired in-process as `bridge
-// serve` wires it, persisting every event to a SQLite file).
+// bridge pays), the bridge itself (bridge: wired in-process as `bridge
+// serve` wires it, persisting every event to a SQLite file), and the same
+// bridge with Anthropic Messages clients (anthropic).
 //
 // For each target it measures, in a child process of its own (so peak RSS
 // is that target's):
@@ -10,7 +11,11 @@
 //   - memory: --paced-streams streams open at once, each chunk --pace
 //     apart: the process's peak RSS (VmHWM) and peak Go heap in use;
 //   - latency: --latency-requests streams one after another: median and p99
-//     time to the first content chunk (TTFB) and to [DONE] (TTLB);
+//     time to the first content chunk (TTFB) and to [DONE] (TTLB). By
+//     default (--paired) this phase runs apart: every target served at
+//     once, each in a process of its own, the fake upstream in another, and
+//     one client process sending each stream to every target in turn, so a
+//     drift of the machine's speed touches them alike;
 //   - throughput: --streams streams, --concurrency at a time, unpaced:
 //     streams per second and the streams cut short (no [DONE], an error, or
 //     text that differs from what the upstream sent).
@@ -18,7 +23,7 @@
 // and prints them beside the goals of the foundation issue. All traffic
 // stays on 127.0.0.1; --timeout bounds the whole run.
 //
-//	go run ./cmd/bridgeload --streams 10000 --concurrency 50
+//	go run ./cmd/bridgeload --rounds 3
 package main
 
 import (
@@ -101,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
 	fs.StringVar(&opt.url, "url", "", "internal: the target URL a client process measures")
 	fs.StringVar(&opt.dialect, "dialect", dialectOpenAI, "internal: the dialect a client process speaks")
-	fs.BoolVar(&opt.paired, "paired", false, "measure the latency phase paired: every target served at once in a process of its own, one client process sending each stream to the targets in turn (a drift of the machine's speed then touches them alike); implies --split")
+	fs.BoolVar(&opt.paired, "paired", true, "measure the latency phase paired: every target served at once in a process of its own, one client process sending each stream to the targets in turn (a drift of the machine's speed then touches them alike); implies --split. --paired=false measures each target alone, in one process with its client and upstream unless --split")
 	fs.StringVar(&opt.pairs, "pairs", "", "internal: the targets of a paired client process")
 	fs.StringVar(&opt.upstreamURL, "upstream-url", "", "internal: the upstream a serve process's target calls")
 	if err := fs.Parse(args); err != nil {
@@ -173,6 +178,7 @@ func (o options) childArgs(target string, timeout time.Duration) []string {
 		"-timeout", timeout.String(),
 		"-cpuprofile", o.cpuprofile,
 		"-split=" + strconv.FormatBool(o.split),
+		"-paired=false", // a child measures its target alone; the parent pairs the latency phase
 	}
 }
 
