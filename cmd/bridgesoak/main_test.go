@@ -110,25 +110,19 @@ func TestSoak(t *testing.T) {
 // TestSoakAnthropicUpstream: the same soak with the bridge calling a fake
 // Anthropic Messages upstream, whose faults are a cut connection and an
 // in-stream error event.
-func TestSoakAnthropicUpstream(t *testing.T) {
-	opt := shortSoak(t)
-	opt.upstreamDialect = dialectAnthropic
-	res := runSoak(t, opt)
-	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected || res.byOutcome[clientCompleted] == 0 {
-		t.Errorf("%d injected faults, %d failed and %d completed streams: want as many failed, and some of each",
-			res.injected, res.byOutcome[clientFailed], res.byOutcome[clientCompleted])
-	}
-	if res.storedRuns != res.started+res.warmup {
-		t.Errorf("%d runs stored, want %d", res.storedRuns, res.started+res.warmup)
-	}
-}
+func TestSoakAnthropicUpstream(t *testing.T) { soakOver(t, dialectAnthropic) }
 
 // TestSoakA2AUpstream: the same soak with the bridge calling an A2A agent
 // (a2a-go's server), whose faults are a connection cut under its stream
 // (the bridge resubscribes and learns the failed outcome) and a failed task.
-func TestSoakA2AUpstream(t *testing.T) {
+func TestSoakA2AUpstream(t *testing.T) { soakOver(t, dialectA2A) }
+
+// soakOver runs the short soak over an upstream of dialect: the failed
+// streams are exactly the injected faults, some complete, and every
+// stream has its run.
+func soakOver(t *testing.T, dialect string) {
 	opt := shortSoak(t)
-	opt.upstreamDialect = dialectA2A
+	opt.upstreamDialect = dialect
 	res := runSoak(t, opt)
 	if res.injected == 0 || res.byOutcome[clientFailed] != res.injected || res.byOutcome[clientCompleted] == 0 {
 		t.Errorf("%d injected faults, %d failed and %d completed streams: want as many failed, and some of each",
