@@ -560,8 +560,11 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 		defer lr.setCall(nil)
 		lr.update(func(r *Run) {
 			r.Dropped = appendUnique(r.Dropped, call.Dropped...)
-			if call.Upstream != "" {
+			if call.Upstream != "" && call.Upstream != r.Upstream {
 				r.Upstream, r.Outbound = call.Upstream, cmp.Or(call.Dialect, r.Outbound)
+				// Stored with the call's first event: a restart resumes
+				// the run over the upstream that serves it (a fallback).
+				lr.storeRun = true
 			}
 		})
 		for ev, serr := range call.Events {
@@ -781,6 +784,10 @@ func (e *Engine) emit(lr *liveRun, ev Event) bool {
 	}
 	p := pendings.Get().(*pending) // the writer puts it back: not ours after enqueue
 	p.lr, p.ev, p.pooled = lr, ev, true
+	if lr.storeRun {
+		lr.storeRun = false
+		p.run = lr.snapshot() // the run's row, with what it learnt, in the event's commit
+	}
 	urgent := false
 	if !lr.contentSeen && carriesContent(ev.Kind) {
 		// The first thing a client sees of the run: commit it without

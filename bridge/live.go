@@ -24,6 +24,7 @@ type liveRun struct {
 	seq    int64 // last seq assigned; guarded by emitMu
 
 	contentSeen bool // the run has emitted an event a client shows; pump only
+	storeRun    bool // the run's row changed (its serving upstream): commit it with the next event; pump only
 
 	mu        sync.Mutex
 	run       *Run    // guarded by mu once the pump started

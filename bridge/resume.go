@@ -38,6 +38,31 @@ func ResumerOf(up Upstream) (Resumer, bool) {
 	return nil, false
 }
 
+// ResumerFor returns the Resumer for a run that went to the upstream named
+// name, over the route up its model takes now: up's own (ResumerOf) when
+// it is that upstream; when up is a group of upstreams (a primary and its
+// fallbacks, with a ResumerFor method of its own), the group's for the
+// member that served the run.
+func ResumerFor(up Upstream, name string) (Resumer, bool) {
+	if g, ok := up.(interface {
+		ResumerFor(name string) (Resumer, bool)
+	}); ok {
+		return g.ResumerFor(name)
+	}
+	if up.Name() != name {
+		return nil, false
+	}
+	return ResumerOf(up)
+}
+
+// ResumeFunc is a function as a Resumer.
+type ResumeFunc func(ctx context.Context, req *Request, run *Run, events []Event) (*Call, error)
+
+// Resume implements Resumer.
+func (f ResumeFunc) Resume(ctx context.Context, req *Request, run *Run, events []Event) (*Call, error) {
+	return f(ctx, req, run, events)
+}
+
 // reasonResumeFailed prefixes the reason of a run whose resume failed.
 const reasonResumeFailed = "bridge restarted; the upstream could not resume the run"
 
@@ -46,7 +71,8 @@ const reasonResumeFailed = "bridge restarted; the upstream could not resume the 
 // resumed call's events follow them, committed and fanned out as any run's
 // (the run is live again: Subscribe follows it, Abort cancels it). It
 // returns once the run is live. The run's model must still route to the
-// upstream it went to, one that implements Resumer; otherwise, or when
+// upstream it went to (or to a group of upstreams it is one of: a primary
+// and its fallbacks), one that implements Resumer; otherwise, or when
 // the run cannot be made live, Resume returns an error and leaves the run
 // as it is stored. A resume the upstream refuses ends the run interrupted,
 // with a reason that says so.
@@ -58,12 +84,10 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	if err != nil {
 		return err
 	}
-	if up.Name() != run.Upstream {
-		return Errorf(CodeConflict, "run %s went to upstream %s; its model %q routes to %s now", run.ID, run.Upstream, run.Model, up.Name())
-	}
-	res, ok := ResumerOf(up)
+	res, ok := ResumerFor(up, run.Upstream)
 	if !ok {
-		return Errorf(CodeInvalid, "upstream %s cannot resume runs", up.Name())
+		return Errorf(CodeConflict, "run %s went to upstream %s, which cannot resume it over the route its model %q takes now (%s)",
+			run.ID, run.Upstream, run.Model, up.Name())
 	}
 	prev, err := e.store.Events(ctx, run.ID, 0, 0)
 	if err != nil {

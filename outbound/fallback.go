@@ -62,9 +62,9 @@ type FallbackConfig struct {
 // interfaces are the primary's: the engine maps tool-call ids under the
 // primary's name, and Fallback carries them into a fallback's id space
 // (through FallbackConfig.IDs and the fallback's ToolCallMinter). Unwrap
-// gives the primary, so a Resumer found through it is the primary's: a run
-// a fallback served is not resumed after a crash (its recorded upstream is
-// not the route's), and is closed as interrupted.
+// gives the primary; ResumerFor gives the Resumer of the member that served
+// a run, so a run a fallback served is resumed over that fallback after a
+// crash, when it can resume runs.
 //
 // Safe for concurrent use.
 type Fallback struct {
@@ -120,6 +120,46 @@ func (f *Fallback) Admit() error {
 func admit(up bridge.Upstream) error {
 	if a, ok := up.(bridge.Admitter); ok {
 		return a.Admit()
+	}
+	return nil
+}
+
+// ResumerFor is the Resumer of a run that went to the upstream named name
+// (bridge.ResumerFor): the primary's or a fallback's, when that upstream
+// can resume runs. The request goes to it as Open sends one (tool-call ids
+// in its own space), and the call names it as the one serving the run.
+func (f *Fallback) ResumerFor(name string) (bridge.Resumer, bool) {
+	up := f.member(name)
+	if up == nil {
+		return nil, false
+	}
+	res, ok := bridge.ResumerOf(up)
+	if !ok {
+		return nil, false
+	}
+	return bridge.ResumeFunc(func(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+		if up == f.primary {
+			req = f.primaryRequest(req)
+		} else {
+			req = f.fallbackRequest(ctx, req, up)
+		}
+		call, err := res.Resume(ctx, req, run, events)
+		if err != nil {
+			return nil, err
+		}
+		return served(call, up), nil
+	}), true
+}
+
+// member is the primary or the fallback named name; nil for neither.
+func (f *Fallback) member(name string) bridge.Upstream {
+	if f.primary.Name() == name {
+		return f.primary
+	}
+	for _, up := range f.next {
+		if up.Name() == name {
+			return up
+		}
 	}
 	return nil
 }

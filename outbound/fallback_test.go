@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -455,5 +456,57 @@ func TestFallbackFirstEventCountsInTheBreaker(t *testing.T) {
 	}
 	if n := len(p.Requests()); n != 2 {
 		t.Errorf("the primary was asked %d times; its breaker opens after 2 failures", n)
+	}
+}
+
+// resumable is an upstream that can resume runs: it records the runs it
+// was asked to resume and answers with its events.
+type resumable struct {
+	bridgetest.Upstream
+	resumed []string
+}
+
+func (r *resumable) Resume(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+	r.resumed = append(r.resumed, run.ID)
+	return r.Upstream.Open(ctx, req)
+}
+
+// TestFallbackResumerFor: a run resumes over the member of the group that
+// served it, primary or fallback, through the wrappers each sits behind,
+// and the call names that member; a member that cannot resume, or a name
+// that is none of the group's, gives no Resumer.
+func TestFallbackResumerFor(t *testing.T) {
+	primary := &resumable{Upstream: bridgetest.Upstream{UpName: "p", Events: bridgetest.TextEvents("from p")}}
+	agent := &resumable{Upstream: bridgetest.Upstream{UpName: "agent", UpDialect: "a2a", Events: bridgetest.TextEvents("from agent")}}
+	plain := &bridgetest.Upstream{UpName: "plain"}
+	noop := outbound.Retry(outbound.RetryConfig{Disabled: true}, true)
+	f := outbound.NewFallback(outbound.Wrap(primary, noop), []bridge.Upstream{outbound.Wrap(plain, noop), outbound.Wrap(agent, noop)},
+		outbound.FallbackConfig{})
+
+	for _, name := range []string{"p", "agent"} {
+		res, ok := bridge.ResumerFor(f, name)
+		if !ok {
+			t.Fatalf("no Resumer for %s", name)
+		}
+		call, err := res.Resume(t.Context(), &bridge.Request{Model: "m"}, &bridge.Run{ID: "run_" + name, Upstream: name}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if call.Upstream != name {
+			t.Errorf("resumed over %s, the call names %q", name, call.Upstream)
+		}
+		drain(call)
+	}
+	if !slices.Equal(primary.resumed, []string{"run_p"}) || !slices.Equal(agent.resumed, []string{"run_agent"}) {
+		t.Errorf("resumed: primary %v, agent %v", primary.resumed, agent.resumed)
+	}
+	for _, name := range []string{"plain", "elsewhere"} {
+		if _, ok := bridge.ResumerFor(f, name); ok {
+			t.Errorf("a Resumer for %s", name)
+		}
+	}
+	// Outside a group, only the upstream's own name.
+	if _, ok := bridge.ResumerFor(primary, "agent"); ok {
+		t.Error("a Resumer for another upstream's run")
 	}
 }

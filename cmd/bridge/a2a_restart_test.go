@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -229,5 +230,59 @@ func TestA2ARestartOverA2AGo(t *testing.T) {
 	lost := got.String() != strings.Join(answer, "")
 	if said := slices.Contains(run.Dropped, "a2a:text_streamed_while_the_bridge_was_down"); said != lost {
 		t.Errorf("text %q (lost some: %v), the run's dropped %v", got.String(), lost, run.Dropped)
+	}
+}
+
+// TestA2ARestartResumesOverFallback: the route's primary is down (nothing
+// listens), so its A2A fallback serves the run; the bridge is SIGKILLed
+// mid-answer and restarted on the same store and config. The run resumes
+// over the fallback that served it (not closed as interrupted, as it was
+// while only the route's own upstream could resume), to the whole answer
+// exactly once; the agent was sent one message.
+func TestA2ARestartResumesOverFallback(t *testing.T) {
+	answer := words("f", 150)
+	up := newSlowOpenAI(t, 15*time.Millisecond, func(int) []string { return answer })
+	agent := a2aBridge(t, up.baseURL())
+	dir := t.TempDir()
+	db, cfg := filepath.Join(dir, "bridge.db"), filepath.Join(dir, "bridge.yaml")
+	yaml := "upstreams:\n" +
+		"  - name: down\n    dialect: openai\n    url: http://127.0.0.1:1/v1\n    models: [\"*\"]\n    fallbacks: [agent]\n" +
+		"    retry: {disabled: true}\n" +
+		"  - name: agent\n    dialect: a2a\n    url: " + agent + "\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc, base := bridgeProcess(t, "--db", db, "--config", cfg)
+
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	resp, runID := streamDetached(ctx, t, base, "any", "fallback-restart")
+	var text strings.Builder
+	readSSE(t, resp.Body, func(evs []sseEvent) bool {
+		text.WriteString(chunkText(t, evs[len(evs)-1].data))
+		return text.Len() > len(answer[0])*5
+	})
+	if run := getRun(t, base, runID); run.Upstream != "agent" {
+		t.Fatalf("the run went to %q, want the fallback agent", run.Upstream)
+	}
+	killBridge(t, proc)
+	resp.Body.Close()
+
+	_, base = bridgeProcess(t, "--db", db, "--config", cfg)
+	if run := getRun(t, base, runID); run.Status != bridge.StatusRunning && run.Status != bridge.StatusCompleted {
+		t.Fatalf("after the restart the run is %s (%q), want resumed over its fallback", run.Status, run.Reason)
+	}
+	var got strings.Builder
+	for _, ev := range replaySSE(t, base, runID) {
+		got.WriteString(chunkText(t, ev.data))
+	}
+	if want := strings.Join(answer, ""); got.String() != want {
+		t.Errorf("the run's answer after the restart is\n%q\nwant exactly once\n%q", got.String(), want)
+	}
+	if run := getRun(t, base, runID); run.Status != bridge.StatusCompleted || run.Upstream != "agent" {
+		t.Errorf("the resumed run ended %s (%q) on %q; want completed on agent", run.Status, run.Reason, run.Upstream)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("the agent's model was called %d times, want once (the task resumed, not sent again)", n)
 	}
 }

@@ -209,10 +209,10 @@ func resumeRuns(ctx context.Context, engine *bridge.Engine, rt *routes, running 
 	var ids []string
 	for _, r := range running {
 		up, err := rt.Route(r.Model)
-		if err != nil || up.Name() != r.Upstream {
+		if err != nil {
 			continue
 		}
-		if _, ok := bridge.ResumerOf(up); !ok {
+		if _, ok := bridge.ResumerFor(up, r.Upstream); !ok {
 			continue
 		}
 		if err := engine.Resume(ctx, r); err != nil {
