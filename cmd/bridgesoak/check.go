@@ -44,13 +44,18 @@ func openRO(path string) (*sql.DB, error) {
 
 // runningRuns counts the runs whose status is running.
 func runningRuns(ctx context.Context, path string) (int, error) {
+	return runsWith(ctx, path, bridge.StatusRunning)
+}
+
+// runsWith counts the runs of the file at path in status st.
+func runsWith(ctx context.Context, path string, st bridge.Status) (int, error) {
 	db, err := openRO(path)
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
 	var n int
-	err = db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE status = ?`, string(bridge.StatusRunning)).Scan(&n)
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE status = ?`, string(st)).Scan(&n)
 	return n, err
 }
 
@@ -222,4 +227,9 @@ func (r *storedRun) problems(crash bool) []string {
 		}
 	}
 	return out
+}
+
+// interruptedRuns counts the runs of the file at path closed as interrupted.
+func interruptedRuns(ctx context.Context, path string) (int, error) {
+	return runsWith(ctx, path, bridge.StatusInterrupted)
 }

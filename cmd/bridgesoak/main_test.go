@@ -146,6 +146,24 @@ func TestSoakCrash(t *testing.T) {
 	}
 }
 
+// TestSoakCrashA2AUpstream: the SIGKILL with the bridge calling an A2A agent
+// (another bridge, which replays after Last-Event-ID): the restart resumes
+// the runs upstream instead of closing them, and every cut stream resumes
+// to its end; the store holds every run's whole text.
+func TestSoakCrashA2AUpstream(t *testing.T) {
+	opt := shortSoak(t)
+	opt.crash = true
+	opt.crashAfter = 1500 * time.Millisecond
+	opt.upstreamDialect = dialectA2A
+	res := runSoak(t, opt)
+	if res.killedAt == 0 || res.cutByCrash == 0 || res.resumed == 0 {
+		t.Errorf("killed at %s, %d streams cut by the kill, %d resumed: want a kill and some of each", res.killedAt, res.cutByCrash, res.resumed)
+	}
+	if res.runningAtKill == 0 || res.interruptedAtStart == res.runningAtKill {
+		t.Errorf("%d runs running at the kill, %d interrupted by the restart: want some resumed upstream", res.runningAtKill, res.interruptedAtStart)
+	}
+}
+
 // TestDialectOf: the clients' dialects take turns so that each gets both
 // kinds of fault.
 func TestDialectOf(t *testing.T) {
@@ -230,7 +248,6 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--upstream-dialect", "grpc"},
 		{"--dialects", "openai,soap"},
-		{"--crash", "--upstream-dialect", "a2a"},
 		{"--concurrency", "0"},
 	} {
 		var stderr strings.Builder

@@ -52,6 +52,7 @@ type result struct {
 	cutByCrash         int
 	integrityAfterKill string
 	runningAfterStart  int
+	runningAtKill      int
 	interruptedAtStart int
 	resumed            int
 	resumedOK          int
@@ -125,6 +126,23 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 		upstream = "anthropic=" + up.URL() // the root, as the Anthropic SDK takes it
 	case dialectA2A:
 		upstream = "a2a=" + up.URL() // the agent's base: its card is at the well-known path
+		if opt.crash {
+			// The agent is another bridge serving A2A over the fake OpenAI
+			// upstream: after the SIGKILL the restarted bridge resubscribes
+			// to its tasks with Last-Event-ID, and it replays what they
+			// streamed meanwhile (a2a-go's server would not).
+			agentAddr, err := freeAddr()
+			if err != nil {
+				return res, err
+			}
+			agent, err := startBridge(ctx, bin, agentAddr, filepath.Join(dir, "agent.log"), 0,
+				"--db", filepath.Join(dir, "agent.db"), "--config", cfgPath, "--upstream", "openai="+up.BaseURL())
+			if err != nil {
+				return res, fmt.Errorf("agent bridge: %w", err)
+			}
+			defer func() { _ = agent.stop(40 * time.Second) }()
+			upstream = "a2a=http://" + agentAddr
+		}
 	}
 	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", upstream}
 	logPath := filepath.Join(dir, "bridge.log")
@@ -372,6 +390,7 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 		}
 	}
 	running, err := runningRuns(ctx, dbPath)
+	r.runningAtKill = running
 	if err != nil {
 		r.fail("count running runs after the SIGKILL: %v", err)
 	}
@@ -394,7 +413,18 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 		r.fail("count running runs after the restart: %v", err)
 	}
 	r.runningAfterStart, r.interruptedAtStart = left, running-left
-	if left != 0 {
+	if opt.upstreamDialect == dialectA2A {
+		// Resumed runs may end before this look: count the interrupted.
+		interrupted, err := interruptedRuns(ctx, dbPath)
+		if err != nil {
+			r.fail("count interrupted runs after the restart: %v", err)
+		}
+		r.interruptedAtStart = interrupted
+	}
+	// Over an A2A agent the restart resumes the runs upstream, so they are
+	// running again (the final look at the store sees each end); over the
+	// others it closes them as interrupted.
+	if left != 0 && opt.upstreamDialect != dialectA2A {
 		r.fail("%d runs still running after the restart", left)
 	}
 
@@ -562,9 +592,12 @@ func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRe
 			}
 		}
 	}
-	// A run no client heard of: one the kill caught before its headers.
+	// A run no client heard of: one the kill caught before its headers,
+	// closed by the restart (or, over an A2A agent, resumed upstream and
+	// ended there).
+	resumes := r.opt.upstreamDialect == dialectA2A
 	for id, sr := range st.runs {
-		if !seen[id] && !(crash && sr.status == "interrupted") {
+		if !seen[id] && !(crash && (sr.status == "interrupted" || resumes)) {
 			probs = append(probs, fmt.Sprintf("run %s (%s, %s) was answered to no client", id, sr.model, sr.status))
 		}
 	}
@@ -600,7 +633,12 @@ func (r *result) print(w io.Writer) {
 		row("cut or refused by the SIGKILL", "%d; resumed after the restart %d, to their end %d", r.cutByCrash, r.resumed, r.resumedOK)
 		row("upstream calls with no stored run", "%d (the kill came before the writer created their run; no client saw any of it)", r.unrecorded)
 		row("integrity_check after SIGKILL", "%s", r.integrityAfterKill)
-		row("runs the restart interrupted", "%d; still running after it %d", r.interruptedAtStart, r.runningAfterStart)
+		if r.opt.upstreamDialect == dialectA2A {
+			row("runs the restart interrupted", "%d; resumed upstream the other %d (the agent's tasks, resubscribed; %d still running at the first look)",
+				r.interruptedAtStart, r.runningAtKill-r.interruptedAtStart, r.runningAfterStart)
+		} else {
+			row("runs the restart interrupted", "%d; still running after it %d", r.interruptedAtStart, r.runningAfterStart)
+		}
 		row("peak RSS before the kill", "%.1f MiB", float64(r.peakRSS)/(1<<20))
 	} else {
 		if r.goroutineNote != "" {
