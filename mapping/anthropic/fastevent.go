@@ -28,7 +28,7 @@ func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
 			}
 			return ev.Type == "content_block_delta"
 		case "index":
-			return wire.Once(&seen, 2) && intPtr(v, &ev.Index)
+			return wire.Once(&seen, 2) && wire.IntPtr(v, &ev.Index)
 		case "delta":
 			return wire.Once(&seen, 4) && deltaPtr(v, &ev.Delta)
 		case "message", "content_block", "usage":
@@ -36,21 +36,6 @@ func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
 		}
 		return !wire.FoldsTo(key, "type", "index", "delta", "message", "content_block", "usage")
 	}) && seen&1 != 0
-}
-
-// intPtr decodes an *int field: null is nil; a number must be an integer
-// that fits.
-func intPtr(v *fastjson.Value, dst **int) bool {
-	if v.Type() == fastjson.TypeNull {
-		*dst = nil
-		return true
-	}
-	var n int
-	if v.Type() != fastjson.TypeNumber || !wire.Int(v, &n) {
-		return false
-	}
-	*dst = &n
-	return true
 }
 
 // deltaPtr decodes a *wireDelta field: null is nil, an object a new delta.

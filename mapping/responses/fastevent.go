@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -27,7 +26,7 @@ func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
 		case "type":
 			return wire.Once(&seen, 1) && wire.Str(v, &ev.Type) && strings.HasSuffix(ev.Type, ".delta")
 		case "sequence_number":
-			return wire.Once(&seen, 2) && int64Ptr(v, &ev.SequenceNumber)
+			return wire.Once(&seen, 2) && wire.IntPtr(v, &ev.SequenceNumber)
 		case "output_index":
 			return wire.Once(&seen, 4) && wire.Int(v, &ev.OutputIndex)
 		case "item_id":
@@ -44,22 +43,4 @@ func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
 		return !wire.FoldsTo(key, "type", "sequence_number", "output_index", "item_id", "summary_index",
 			"content_index", "delta", "response", "item", "arguments", "error")
 	}) && seen&1 != 0
-}
-
-// int64Ptr decodes an *int64 field: null is nil; a number must be an
-// integer that fits.
-func int64Ptr(v *fastjson.Value, dst **int64) bool {
-	switch v.Type() {
-	case fastjson.TypeNull:
-		*dst = nil
-		return true
-	case fastjson.TypeNumber:
-		n, err := strconv.ParseInt(v.String(), 10, 64)
-		if err != nil {
-			return false
-		}
-		*dst = &n
-		return true
-	}
-	return false
 }

@@ -111,6 +111,25 @@ func StrPtr(v *fastjson.Value, dst **string) bool {
 	return false
 }
 
+// IntPtr decodes a *int or *int64 field: null is nil; a number must be an
+// integer that fits the type, as encoding/json requires.
+func IntPtr[T int | int64](v *fastjson.Value, dst **T) bool {
+	switch v.Type() {
+	case fastjson.TypeNull:
+		*dst = nil
+		return true
+	case fastjson.TypeNumber:
+		n, err := strconv.ParseInt(v.String(), 10, 64)
+		if err != nil || int64(T(n)) != n { // T(n) drops bits where int is 32 bits wide
+			return false
+		}
+		t := T(n)
+		*dst = &t
+		return true
+	}
+	return false
+}
+
 // Int decodes an int field: null leaves it alone; a number must be an
 // Int that fits.
 func Int(v *fastjson.Value, dst *int) bool {
