@@ -273,16 +273,27 @@ func TestPing(t *testing.T) {
 
 // TestToolRoundTrip: a tool_use turn leaves the run waiting; the next
 // request of the session that carries exactly its result continues the
-// same run, answered with the new model call only.
+// same run, answered with the new model call only. An id another dialect
+// minted, which Anthropic would refuse, is shown escaped and comes back to
+// the upstream as it minted it.
 func TestToolRoundTrip(t *testing.T) {
+	for _, c := range []struct{ name, id, shown string }{
+		{"anthropic id", "toolu_1", "toolu_1"},
+		{"id minted elsewhere", "call.1:x", "toolu_x_Y2FsbC4xOng"},
+	} {
+		t.Run(c.name, func(t *testing.T) { testToolRoundTrip(t, c.id, c.shown) })
+	}
+}
+
+func testToolRoundTrip(t *testing.T, id, shown string) {
 	up := &bridgetest.Upstream{Script: func(n int, _ *bridge.Request) []bridge.Event {
 		if n == 0 {
 			return []bridge.Event{
 				{Kind: bridge.KindMessageStarted},
-				{Kind: bridge.KindToolCallStarted, ToolCall: &bridge.ToolCall{ID: "toolu_1", Name: "get_weather"}},
+				{Kind: bridge.KindToolCallStarted, ToolCall: &bridge.ToolCall{ID: id, Name: "get_weather"}},
 				{Kind: bridge.KindToolCallDelta, ToolCall: &bridge.ToolCall{Arguments: `{"city":`}},
 				{Kind: bridge.KindToolCallDelta, ToolCall: &bridge.ToolCall{Arguments: `"Paris"}`}},
-				{Kind: bridge.KindToolCallDone, ToolCall: &bridge.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+				{Kind: bridge.KindToolCallDone, ToolCall: &bridge.ToolCall{ID: id, Name: "get_weather", Arguments: `{"city":"Paris"}`}},
 				{Kind: bridge.KindMessageDone},
 				{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusInputRequired, StopReason: bridge.StopToolUse}},
 			}
@@ -298,9 +309,12 @@ func TestToolRoundTrip(t *testing.T) {
 	if sum.StopReason != "tool_use" || len(sum.ToolCalls) != 1 || sum.ToolCalls[0].Input != `{"city":"Paris"}` || sum.Blocks[0] != "tool_use" {
 		t.Fatalf("first turn %+v", sum)
 	}
+	if got := sum.ToolCalls[0].ID; got != shown {
+		t.Errorf("the client was shown tool id %q, want %q", got, shown)
+	}
 	second := `{"model":"m","max_tokens":100,"stream":true,` + tools + `,"messages":[{"role":"user","content":"Weather?"},` +
-		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"21C"}]}]}`
+		`{"role":"assistant","content":[{"type":"tool_use","id":"` + shown + `","name":"get_weather","input":{"city":"Paris"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + shown + `","content":"21C"}]}]}`
 	// The engine publishes a run's final event a moment before it lets go
 	// of the live run: a continuation that races it gets 409 (an engine
 	// issue, reported); retry as a client would.
@@ -322,9 +336,13 @@ func TestToolRoundTrip(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d upstream requests", len(reqs))
 	}
-	last := reqs[1].Messages[len(reqs[1].Messages)-1]
-	if last.Role != bridge.RoleTool || last.ToolCallID != "toolu_1" || last.Text() != "21C" {
+	msgs := reqs[1].Messages
+	last := msgs[len(msgs)-1]
+	if last.Role != bridge.RoleTool || last.ToolCallID != id || last.Text() != "21C" {
 		t.Errorf("the upstream got %+v last", last)
+	}
+	if call := msgs[len(msgs)-2]; len(call.ToolCalls) != 1 || call.ToolCalls[0].ID != id {
+		t.Errorf("the upstream got the call as %+v", call)
 	}
 }
 

@@ -327,7 +327,7 @@ func (b *builder) toolCall(ev *bridge.Event) {
 		t.name = tc.Name
 	}
 	if t.block < 0 {
-		b.startBlock(op{block: blockToolUse, id: t.id, name: t.name})
+		b.startBlock(op{block: blockToolUse, id: WireToolID(t.id), name: t.name})
 		t.block = b.open
 		b.openTool = t
 	}

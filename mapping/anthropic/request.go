@@ -410,7 +410,7 @@ func (d *reqDecoder) toolResult(o object, path string) (bridge.Message, error) {
 	if err != nil {
 		return msg, err
 	}
-	msg.ToolCallID = id
+	msg.ToolCallID = LocalToolID(id)
 	if raw, ok := o["is_error"]; ok && !wire.IsNull(raw) {
 		if msg.IsError, err = wire.AsBool(raw, path+".is_error"); err != nil {
 			return msg, err
@@ -606,6 +606,7 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 			if tc.ID, err = reqString(o, "id", p); err != nil {
 				return msg, err
 			}
+			tc.ID = LocalToolID(tc.ID)
 			if tc.Name, err = reqString(o, "name", p); err != nil {
 				return msg, err
 			}

@@ -86,24 +86,11 @@ func (c *Client) Dialect() string { return wire.Dialect }
 // same id always mints the same one; the engine keeps the mapping). An id
 // that matches is kept.
 func (c *Client) MintToolCallID(local string) string {
-	if validToolID(local) {
+	if wire.ValidToolID(local) {
 		return local
 	}
 	h := sha256.Sum256([]byte(local))
 	return "toolu_" + hex.EncodeToString(h[:12])
-}
-
-func validToolID(id string) bool {
-	if id == "" {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // maxErrorBody bounds how much of an upstream error body is read.

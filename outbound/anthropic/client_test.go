@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	wire "github.com/bridge-dev/bridge/mapping/anthropic"
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
@@ -184,7 +185,7 @@ func TestMintToolCallID(t *testing.T) {
 	}
 	for _, id := range []string{"call.1", "fc:abc/def", "", "ü"} {
 		got := c.MintToolCallID(id)
-		if !validToolID(got) || !strings.HasPrefix(got, "toolu_") || got != c.MintToolCallID(id) {
+		if !wire.ValidToolID(got) || !strings.HasPrefix(got, "toolu_") || got != c.MintToolCallID(id) {
 			t.Errorf("MintToolCallID(%q) = %q", id, got)
 		}
 	}
