@@ -5,6 +5,8 @@ package openai
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"strings"
@@ -40,7 +42,10 @@ type Client struct {
 	url string
 }
 
-var _ bridge.Upstream = (*Client)(nil)
+var (
+	_ bridge.Upstream       = (*Client)(nil)
+	_ bridge.ToolCallMinter = (*Client)(nil)
+)
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
@@ -61,6 +66,23 @@ func (c *Client) Name() string { return c.cfg.Name }
 
 // Dialect implements bridge.Upstream.
 func (c *Client) Dialect() string { return wire.Dialect }
+
+// MaxToolCallID is the longest tool-call id OpenAI's Chat Completions
+// accepts (a longer one is a 400, string_above_max_length).
+const MaxToolCallID = 40
+
+// MintToolCallID implements bridge.ToolCallMinter: an id minted elsewhere
+// that OpenAI would refuse (empty, or longer than MaxToolCallID: a
+// Responses item id, an agent's UUID with a prefix) is replaced by "call_"
+// and 24 hex digits of its SHA-256 (the same id always mints the same one;
+// the engine keeps the mapping). Any other id is kept.
+func (c *Client) MintToolCallID(local string) string {
+	if local != "" && len(local) <= MaxToolCallID {
+		return local
+	}
+	h := sha256.Sum256([]byte(local))
+	return "call_" + hex.EncodeToString(h[:12])
+}
 
 // maxErrorBody bounds how much of an upstream error body is read.
 const maxErrorBody = 1 << 20
