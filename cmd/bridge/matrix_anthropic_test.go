@@ -103,6 +103,8 @@ func (anthropicClient) limits() []string {
 		"count_tokens is forwarded to an Anthropic upstream; over any other it is an estimate " +
 			"(anthropic.EstimateInputTokens: 3.5 bytes of text a token, 4 a message, 10 a tool, 300 when tools are " +
 			"declared, 1600 an image or document), marked X-Bridge-Token-Count: estimate.",
+		"A tool-call id another dialect minted that Anthropic would refuse (not ^[a-zA-Z0-9_-]+$) is shown as " +
+			"toolu_x_ and its base64url, undone when the client sends it back (no state kept).",
 	}
 }
 

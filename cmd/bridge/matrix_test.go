@@ -101,6 +101,8 @@ var (
 					"upstream: its messages have no field for them. Reasoning text is read from " +
 					"reasoning_content or reasoning (DeepSeek, OpenRouter, vLLM); OpenAI's own API sends none.",
 				"No upstream resume: Chat Completions has none, so a broken upstream stream fails the run.",
+				"Tool-call ids OpenAI refuses (empty, or over 40 bytes) are replaced by call_ ids, mapped back by " +
+					"the engine.",
 			}
 		},
 	}
