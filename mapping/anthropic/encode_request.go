@@ -136,6 +136,15 @@ func (e *reqEncoder) encode() ([]byte, error) {
 			return nil, err
 		}
 	}
+	if len(e.msgs) == 0 {
+		// The API refuses an empty messages list: say why here, in the
+		// caller's dialect, rather than spend a call on its 400.
+		why := "only system prompts"
+		if len(e.dropped) > 0 {
+			why = strings.Join(e.dropped, "; ")
+		}
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "anthropic: no message is left to send (%s)", why)
+	}
 	w := wire.NewObj()
 	w.Str("model", req.Model)
 

@@ -22,6 +22,9 @@ func textReply(words ...string) anthropictest.Reply {
 	return anthropictest.Reply{Events: ev.Start(10, 0, 0).Text(words...).Delta("end_turn", len(words)).Stop().List()}
 }
 
+// hi is a transcript of one user message.
+var hi = []bridge.Message{{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}}}
+
 func collect(t *testing.T, call *bridge.Call) ([]bridge.Event, error) {
 	t.Helper()
 	var out []bridge.Event
@@ -117,6 +120,32 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestOpenNothingToSend: a transcript with nothing Anthropic can take as a
+// message (only a system prompt, or parts that are all dropped) is refused
+// before any call, as unsupported (a 400 in every dialect), not sent for
+// the API's own 400.
+func TestOpenNothingToSend(t *testing.T) {
+	srv := anthropictest.New(func(int, []byte) anthropictest.Reply { return textReply("no") })
+	t.Cleanup(srv.Close)
+	c := New(Config{BaseURL: srv.URL})
+	for name, msgs := range map[string][]bridge.Message{
+		"system only": {{Role: bridge.RoleSystem, Parts: []bridge.Part{bridge.TextPart("be brief")}}},
+		"all dropped": {{Role: bridge.RoleAssistant, Parts: []bridge.Part{{Type: bridge.PartReasoning, Text: "unsigned"}}}},
+	} {
+		_, err := c.Open(t.Context(), &bridge.Request{Model: "m", Messages: msgs})
+		var be *bridge.Error
+		if !errors.As(err, &be) || be.Code != bridge.CodeUnsupported || !strings.Contains(be.Message, "no message is left to send") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := c.CountTokens(t.Context(), &bridge.Request{Model: "m", Messages: msgs}); bridge.ErrorCode(err) != bridge.CodeUnsupported {
+			t.Errorf("%s: count_tokens: %v", name, err)
+		}
+	}
+	if n := len(srv.Requests()) + len(srv.CountRequests()); n != 0 {
+		t.Errorf("%d requests reached the upstream", n)
+	}
+}
+
 // TestOpenMidStreamError: an error event after some text ends the events
 // with an error of its type.
 func TestOpenMidStreamError(t *testing.T) {
@@ -127,7 +156,7 @@ func TestOpenMidStreamError(t *testing.T) {
 			Error("overloaded_error", "Overloaded").List()}
 	})
 	t.Cleanup(srv.Close)
-	call, err := New(Config{BaseURL: srv.URL}).Open(t.Context(), &bridge.Request{Model: "m", Messages: []bridge.Message{{Role: bridge.RoleUser}}})
+	call, err := New(Config{BaseURL: srv.URL}).Open(t.Context(), &bridge.Request{Model: "m", Messages: hi})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +177,7 @@ func TestOpenCancel(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
-	call, err := New(Config{BaseURL: srv.URL}).Open(ctx, &bridge.Request{Model: "m", Messages: []bridge.Message{{Role: bridge.RoleUser}}})
+	call, err := New(Config{BaseURL: srv.URL}).Open(ctx, &bridge.Request{Model: "m", Messages: hi})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +245,7 @@ func TestCountTokens(t *testing.T) {
 	srv.Count = func([]byte) anthropictest.Reply {
 		return anthropictest.Reply{Status: 404, Body: anthropictest.ErrorBody("not_found_error", "no such model")}
 	}
-	if _, err := c.CountTokens(t.Context(), &bridge.Request{Model: "m"}); bridge.ErrorCode(err) != bridge.CodeNotFound {
+	if _, err := c.CountTokens(t.Context(), &bridge.Request{Model: "m", Messages: hi}); bridge.ErrorCode(err) != bridge.CodeNotFound {
 		t.Errorf("404: %v", err)
 	}
 }
@@ -231,7 +260,7 @@ func TestOpenIdleTimeout(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := New(Config{BaseURL: srv.URL, Timeouts: outbound.Timeouts{Idle: 50 * time.Millisecond}})
-	call, err := c.Open(t.Context(), &bridge.Request{Model: "m", Messages: []bridge.Message{{Role: bridge.RoleUser}}})
+	call, err := c.Open(t.Context(), &bridge.Request{Model: "m", Messages: hi})
 	if err != nil {
 		t.Fatal(err)
 	}
