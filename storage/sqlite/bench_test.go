@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -98,4 +99,52 @@ func BenchmarkCommitNewRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCommitLatency commits what the engine commits for one stream
+// after another: a new run's first commit, 5 batches of 20 deltas, the
+// final with the run's row. Each iteration is one stream; it reports the
+// commits' latency quantiles, where a checkpoint that gets in a commit's way
+// shows (the mean hides it).
+func BenchmarkCommitLatency(b *testing.B) {
+	ctx := b.Context()
+	s := MustOpen(b, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var lat []time.Duration
+	commit := func(batch *bridge.Batch) {
+		start := time.Now()
+		if err := s.Commit(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	deltas := &bridge.Batch{Events: make([]bridge.Event, 20)}
+	n := 0
+	for b.Loop() {
+		n++
+		id := "run_bench_" + strconv.Itoa(n)
+		sess := &bridge.Session{ID: "sess_bench_" + strconv.Itoa(n), Created: t0, Updated: t0}
+		run := &bridge.Run{ID: id, SessionID: sess.ID, Status: bridge.StatusRunning, Inbound: "openai", Model: "m", Created: t0}
+		commit(&bridge.Batch{Sessions: []*bridge.Session{sess}, NewRuns: []*bridge.Run{run},
+			Events:   []bridge.Event{{RunID: id, Seq: 1, Kind: bridge.KindRunStarted, Source: bridge.SourceBridge, Time: t0}},
+			Messages: []bridge.Message{{RunID: id, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("Say forty words.")}}}})
+		seq := int64(1)
+		for range 5 {
+			for i := range deltas.Events {
+				seq++
+				deltas.Events[i] = bridge.Event{RunID: id, Seq: seq, Kind: bridge.KindTextDelta, Source: bridge.SourceModel, Text: " token", Time: t0}
+			}
+			commit(deltas)
+		}
+		seq++
+		done := *run
+		done.Status, done.LastSeq = bridge.StatusCompleted, seq
+		commit(&bridge.Batch{Runs: []*bridge.Run{&done}, Events: []bridge.Event{{RunID: id, Seq: seq, Kind: bridge.KindFinal,
+			Source: bridge.SourceBridge, Time: t0, Final: &bridge.Final{Status: bridge.StatusCompleted}}}})
+	}
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }
