@@ -424,6 +424,8 @@ var responsesOut = outboundSide{
 	play: responsesUpstream,
 	limits: func() []string {
 		return []string{
+			"Call ids the Responses API refuses (empty, or over 64 bytes) are replaced by call_ ids, mapped back by " +
+				"the engine.",
 			"A Responses stream never interleaves output items: a script's interleaved parallel calls are played one " +
 				"after the other, as the real API sends them.",
 			"Reasoning goes back upstream only as the reasoning item the upstream made (its id and encrypted_content, " +

@@ -3,8 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -89,8 +87,7 @@ func (c *Client) MintToolCallID(local string) string {
 	if wire.ValidToolID(local) {
 		return local
 	}
-	h := sha256.Sum256([]byte(local))
-	return "toolu_" + hex.EncodeToString(h[:12])
+	return outbound.HashToolCallID("toolu_", local)
 }
 
 // maxErrorBody bounds how much of an upstream error body is read.

@@ -5,8 +5,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strings"
@@ -80,8 +78,7 @@ func (c *Client) MintToolCallID(local string) string {
 	if local != "" && len(local) <= MaxToolCallID {
 		return local
 	}
-	h := sha256.Sum256([]byte(local))
-	return "call_" + hex.EncodeToString(h[:12])
+	return outbound.HashToolCallID("call_", local)
 }
 
 // maxErrorBody bounds how much of an upstream error body is read.

@@ -51,7 +51,10 @@ type Client struct {
 	url string
 }
 
-var _ bridge.Upstream = (*Client)(nil)
+var (
+	_ bridge.Upstream       = (*Client)(nil)
+	_ bridge.ToolCallMinter = (*Client)(nil)
+)
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
@@ -65,6 +68,22 @@ func New(cfg Config) *Client {
 		cfg.Name = wire.Dialect
 	}
 	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses"}
+}
+
+// MaxCallID is the longest call_id the Responses API accepts (a longer one
+// is a 400, string_above_max_length).
+const MaxCallID = 64
+
+// MintToolCallID implements bridge.ToolCallMinter: an id minted elsewhere
+// that the API would refuse (empty, or longer than MaxCallID: an agent's
+// namespaced MCP call id) is replaced by "call_" and a hash
+// (outbound.HashToolCallID; the engine keeps the pair). Any other id is
+// kept.
+func (c *Client) MintToolCallID(local string) string {
+	if local != "" && len(local) <= MaxCallID {
+		return local
+	}
+	return outbound.HashToolCallID("call_", local)
 }
 
 // Name implements bridge.Upstream.

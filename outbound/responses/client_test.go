@@ -252,3 +252,63 @@ func (u *runUpstream) Dialect() string { return u.c.Dialect() }
 func (u *runUpstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	return u.c.Open(ctx, req)
 }
+
+// TestMintedToolCallIDs: a transcript whose call id the Responses API would
+// refuse (over 64 bytes: an agent's namespaced MCP call id) reaches the
+// upstream with a minted one, in the function_call and its output alike;
+// an id that fits goes as it is.
+func TestMintedToolCallIDs(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ids.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := responsestest.New(func(int, []byte) responsestest.Reply {
+		e := &responsestest.Events{ID: "resp_1", Model: "m"}
+		e.Created().Text("ok").Completed(1, 1)
+		return responsestest.Reply{Events: e.List()}
+	})
+	t.Cleanup(srv.Close)
+	c := outresponses.New(outresponses.Config{Name: "up", BaseURL: srv.BaseURL()})
+	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return c, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	long := "codex_mcp__hermes-tools__kanban_complete_exec-" + strings.Repeat("0", 36)
+	const short = "call_abc"
+	req := userRequest("", "q")
+	req.Full = true
+	req.Messages = append(req.Messages,
+		bridge.Message{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: long, Name: "f", Arguments: "{}"}, {ID: short, Name: "g", Arguments: "{}", Index: 1}}},
+		bridge.Message{Role: bridge.RoleTool, ToolCallID: long, Parts: []bridge.Part{bridge.TextPart("r1")}},
+		bridge.Message{Role: bridge.RoleTool, ToolCallID: short, Parts: []bridge.Part{bridge.TextPart("r2")}})
+	run, err := e.Start(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events, _ := e.Subscribe(t.Context(), run.ID, 0)
+	for range events {
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	var ids []string
+	for _, it := range body(t, reqs[0].Body)["input"].([]any) {
+		if id, ok := it.(map[string]any)["call_id"].(string); ok {
+			ids = append(ids, id)
+		}
+	}
+	minted := c.MintToolCallID(long)
+	if want := []string{minted, short, minted, short}; strings.Join(ids, " ") != strings.Join(want, " ") || len(minted) > outresponses.MaxCallID {
+		t.Errorf("call ids %q, want %q", ids, want)
+	}
+	if c.MintToolCallID("") == "" || c.MintToolCallID(strings.Repeat("x", 64)) != strings.Repeat("x", 64) {
+		t.Error("an empty id is kept, or a 64-byte one is not")
+	}
+}
