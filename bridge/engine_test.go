@@ -22,23 +22,7 @@ import (
 // newEngine returns an engine over a real SQLite file and up.
 func newEngine(t *testing.T, up bridge.Upstream) (*bridge.Engine, *sqlite.Store) {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		store.Close()
-	})
-	return e, store
+	return bridgetest.NewEngine(t, up)
 }
 
 func userRequest(text string) *bridge.Request {

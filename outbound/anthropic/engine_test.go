@@ -1,55 +1,17 @@
 package anthropic_test
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
-	"github.com/bridge-dev/bridge/storage/sqlite"
 )
-
-// newEngine returns an engine over a real SQLite file routing to c.
-func newEngine(t *testing.T, c bridge.Upstream) *bridge.Engine {
-	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return c, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		store.Close()
-	})
-	return e
-}
-
-func drain(t *testing.T, e *bridge.Engine, run *bridge.Run) []bridge.Event {
-	t.Helper()
-	_, events, err := e.Subscribe(t.Context(), run.ID, run.LastSeq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []bridge.Event
-	for ev, err := range events {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
 
 // upstreamMessages is the messages array an upstream request carried.
 func upstreamMessages(t *testing.T, body []byte) []any {
@@ -81,14 +43,14 @@ func TestSignatureThroughTranscript(t *testing.T) {
 		return anthropictest.Reply{Events: ev.List()}
 	})
 	t.Cleanup(srv.Close)
-	e := newEngine(t, outanthropic.New(outanthropic.Config{BaseURL: srv.URL}))
+	e, _ := bridgetest.NewEngine(t, outanthropic.New(outanthropic.Config{BaseURL: srv.URL}))
 
 	user := bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("Weather in Paris?")}, StringContent: true}
 	run, err := e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{user}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := drain(t, e, run)
+	evs := bridgetest.Drain(t, e, run)
 	if f := evs[len(evs)-1].Final; f == nil || f.Status != bridge.StatusInputRequired {
 		t.Fatalf("first final %+v", evs[len(evs)-1])
 	}
@@ -110,7 +72,7 @@ func TestSignatureThroughTranscript(t *testing.T) {
 	if again.ID != run.ID {
 		t.Errorf("the tool result started run %s, want %s continued", again.ID, run.ID)
 	}
-	drain(t, e, again)
+	bridgetest.Drain(t, e, again)
 
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
@@ -139,7 +101,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outanthropic.New(outanthropic.Config{BaseURL: srv.URL})
-	e := newEngine(t, c)
+	e, _ := bridgetest.NewEngine(t, c)
 	const odd = "fc:call.1/x"
 	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
 		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
@@ -150,7 +112,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, e, run)
+	bridgetest.Drain(t, e, run)
 	msgs := upstreamMessages(t, srv.Requests()[0].Body)
 	minted := c.MintToolCallID(odd)
 	use := msgs[1].(map[string]any)["content"].([]any)[0].(map[string]any)

@@ -1,17 +1,14 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
-	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
 func TestMintToolCallID(t *testing.T) {
@@ -44,20 +41,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outopenai.New(outopenai.Config{BaseURL: srv.BaseURL()})
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return c, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		store.Close()
-	})
+	e, store := bridgetest.NewEngine(t, c)
 	const long = "fc_0f0e50a1476a6c35006912c58dc9f8819192c25864eb16f07f"
 	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
 		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
@@ -68,15 +52,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, events, err := e.Subscribe(t.Context(), run.ID, run.LastSeq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range events {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	bridgetest.Drain(t, e, run)
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests", len(reqs))

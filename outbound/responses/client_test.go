@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/outbound"
 	outresponses "github.com/bridge-dev/bridge/outbound/responses"
 	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
@@ -258,11 +259,6 @@ func (u *runUpstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Ca
 // upstream with a minted one, in the function_call and its output alike;
 // an id that fits goes as it is.
 func TestMintedToolCallIDs(t *testing.T) {
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ids.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	srv := responsestest.New(func(int, []byte) responsestest.Reply {
 		e := &responsestest.Events{ID: "resp_1", Model: "m"}
 		e.Created().Text("ok").Completed(1, 1)
@@ -270,15 +266,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outresponses.New(outresponses.Config{Name: "up", BaseURL: srv.BaseURL()})
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return c, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e, _ := bridgetest.NewEngine(t, c)
 	long := "codex_mcp__hermes-tools__kanban_complete_exec-" + strings.Repeat("0", 36)
 	const short = "call_abc"
 	req := userRequest("", "q")
@@ -291,9 +279,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, events, _ := e.Subscribe(t.Context(), run.ID, 0)
-	for range events {
-	}
+	bridgetest.Drain(t, e, run)
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests", len(reqs))

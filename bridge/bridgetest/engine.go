@@ -1,0 +1,54 @@
+package bridgetest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/storage/sqlite"
+)
+
+// NewEngine returns an engine over a real SQLite file in t's temporary
+// directory, routing every model to up, and its store; both are closed
+// when t ends (an error closing the engine fails t).
+func NewEngine(t testing.TB, up bridge.Upstream) (*bridge.Engine, *sqlite.Store) {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		store.Close()
+	})
+	return e, store
+}
+
+// Drain reads run's events after its last seq when it was started, to the
+// end; an error in the stream fails t.
+func Drain(t testing.TB, e *bridge.Engine, run *bridge.Run) []bridge.Event {
+	t.Helper()
+	_, events, err := e.Subscribe(t.Context(), run.ID, run.LastSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bridge.Event
+	for ev, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
