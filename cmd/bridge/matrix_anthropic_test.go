@@ -95,7 +95,10 @@ func (anthropicClient) limits() []string {
 			"JSON object, or its call is done).",
 		"Resume: GET /v1/runs/{run}/events with Last-Event-ID continues the same message (frames up to the " +
 			"cursor are not sent again, block indices go on); all the frames one event makes share its id and go " +
-			"out in one write, so a resume after an id starts after all of them.",
+			"out in one write, so a resume after an id starts after all of them. A process killed inside that write " +
+			"can leave a client part of an event: one whose last frame was message_start, message_delta or a block's " +
+			"start or stop (frames more of their event always follow) resumes from the event before, as bridgesoak's " +
+			"clients do, and gets that event's frames again (its text delta, always its last frame, it had not seen).",
 		"Refusal text has no block of its own: it is text; the refusal itself is stop_reason refusal " +
 			"(content_filter maps there too).",
 		"Errors take Anthropic's status and type for their class unless the upstream is Anthropic (then they pass " +

@@ -36,13 +36,39 @@ type streamRecord struct {
 	first   time.Duration // to the first content chunk, 0 if none
 	end     time.Time
 	resumed bool // read again after a restart
+	// frame is the type of the last Anthropic frame whose data came.
+	frame string
 }
 
-func (r *streamRecord) lastSeq() int64 {
-	if len(r.seqs) == 0 {
+// resumeAfter is the seq a resume asks for the events after. The frames of
+// one Anthropic event share its id and go out in one write, but a process
+// killed inside that write can leave the client part of them: a stream
+// whose last frame was one that more of its event always follow (a
+// block's start or stop, message_start, message_delta) resumes from the
+// event before, and takes that event's frames again (no text frame of it
+// was seen: an event's delta is its last frame).
+func (r *streamRecord) resumeAfter() int64 {
+	n := len(r.seqs)
+	switch {
+	case n == 0:
 		return 0
+	case r.dialect == dialectAnthropic && partOfEvent(r.frame):
+		if n == 1 {
+			return 0
+		}
+		return r.seqs[n-2]
 	}
-	return r.seqs[len(r.seqs)-1]
+	return r.seqs[n-1]
+}
+
+// partOfEvent reports whether an Anthropic frame of this type is always
+// followed by more frames of the same event.
+func partOfEvent(typ string) bool {
+	switch typ {
+	case "message_start", "content_block_start", "content_block_stop", "message_delta":
+		return true
+	}
+	return false
 }
 
 // The inbound dialects a soak client speaks.
@@ -122,8 +148,8 @@ func (c *soakClient) resume(ctx context.Context, rec *streamRecord) {
 		rec.refused("request: " + err.Error())
 		return
 	}
-	if len(rec.seqs) > 0 {
-		req.Header.Set("Last-Event-ID", rec.runID+":"+strconv.FormatInt(rec.lastSeq(), 10))
+	if after := rec.resumeAfter(); after > 0 {
+		req.Header.Set("Last-Event-ID", rec.runID+":"+strconv.FormatInt(after, 10))
 	}
 	c.read(req, rec, rec.runID)
 }
@@ -160,6 +186,7 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 	}
 	var (
 		text    strings.Builder
+		pending []byte // the id: of the frame being read
 		errSeen bool
 		anth    = rec.dialect == dialectAnthropic
 		a2a     = rec.dialect == dialectA2A
@@ -190,19 +217,7 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if id, ok := bytes.CutPrefix(line, []byte("id:")); ok {
-			r, seq, ok := parseEventID(string(bytes.TrimSpace(id)))
-			if !ok || r != rec.runID {
-				rec.cut(fmt.Sprintf("bad event id %q", id))
-				return
-			}
-			if n := len(rec.seqs); anth && n > 0 && seq == rec.seqs[n-1] {
-				continue // the frames of one event (content_block_start and its first delta) share its id
-			}
-			if n := len(rec.seqs); n > 0 && seq <= rec.seqs[n-1] {
-				rec.cut(fmt.Sprintf("event id %d after %d", seq, rec.seqs[n-1]))
-				return
-			}
-			rec.seqs = append(rec.seqs, seq)
+			pending = append(pending[:0], bytes.TrimSpace(id)...)
 			continue
 		}
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
@@ -210,6 +225,16 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 			continue // event:, comments and blank lines
 		}
 		data = bytes.TrimSpace(data)
+		// The frame's id counts as seen once its data has come, as an
+		// EventSource takes it: a stream cut between the two resumes
+		// from the frame before.
+		if len(pending) > 0 {
+			if bad := rec.see(pending, anth); bad != "" {
+				rec.cut(bad)
+				return
+			}
+			pending = pending[:0]
+		}
 		if a2a {
 			done, bad := a2aFrame(rec, data, &text)
 			switch {
@@ -280,6 +305,23 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 	}
 }
 
+// see records a frame's event id; it says why the id is wrong, if it is.
+func (r *streamRecord) see(id []byte, anth bool) string {
+	run, seq, ok := parseEventID(string(id))
+	if !ok || run != r.runID {
+		return fmt.Sprintf("bad event id %q", id)
+	}
+	n := len(r.seqs)
+	if anth && n > 0 && seq == r.seqs[n-1] {
+		return "" // the frames of one event (content_block_start and its first delta) share its id
+	}
+	if n > 0 && seq <= r.seqs[n-1] {
+		return fmt.Sprintf("event id %d after %d", seq, r.seqs[n-1])
+	}
+	r.seqs = append(r.seqs, seq)
+	return ""
+}
+
 // anthropicFrame takes the data of one Anthropic Messages frame: a text
 // delta's text, an error event's type. It reports done at message_stop,
 // and why the frame is bad, if it is.
@@ -296,6 +338,9 @@ func anthropicFrame(rec *streamRecord, data []byte, text *strings.Builder, errSe
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		return false, "bad frame: " + err.Error()
+	}
+	if f.Type != "ping" {
+		rec.frame = f.Type
 	}
 	switch f.Type {
 	case "content_block_delta":
