@@ -324,17 +324,27 @@ func ascending(run []*bridge.Event) bool {
 }
 
 // appendPack inserts run (consecutive deltas of one run) as one pack row.
+// Its payload is packVersion, the first event's time, and then each event
+// (its payload, or only its text for a plain text delta: see plainText)
+// with the time since the one before, in nanoseconds (the first one's, 0).
 func (s *Store) appendPack(ctx context.Context, st *sql.Stmt, run []*bridge.Event) error {
 	first, last := run[0], run[len(run)-1]
 	s.buf.Reset()
-	s.buf.WriteByte('[')
-	for i, e := range run {
-		if i > 0 {
-			s.buf.WriteByte(',')
-		}
-		s.buf.Write(strconv.AppendInt(s.num[:0], unixNano(e.Time), 10))
+	s.buf.WriteString(`[` + packVersion + `,`)
+	prev := unixNano(first.Time)
+	s.buf.Write(strconv.AppendInt(s.num[:0], prev, 10))
+	for _, e := range run {
+		t := unixNano(e.Time)
 		s.buf.WriteByte(',')
-		if err := s.enc.Encode(s.payloadOf(e)); err != nil {
+		s.buf.Write(strconv.AppendInt(s.num[:0], t-prev, 10))
+		s.buf.WriteByte(',')
+		prev = t
+		p := s.payloadOf(e)
+		var v any = p
+		if plainText(p) {
+			v = p.Text
+		}
+		if err := s.enc.Encode(v); err != nil {
 			return fmt.Errorf("append event run=%s seq=%d: encode: %w", e.RunID, e.Seq, err)
 		}
 		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
@@ -351,6 +361,22 @@ func (s *Store) appendPack(ctx context.Context, st *sql.Stmt, run []*bridge.Even
 		return fmt.Errorf("append events run=%s seq=%d..%d: %w", first.RunID, first.Seq, last.Seq, err)
 	}
 	return nil
+}
+
+// packVersion opens the payload of the pack rows written now (two items
+// more than twice its events). Rows of the first format, each event's
+// absolute time and then its whole payload (two items an event), are read
+// as they are.
+const packVersion = "2"
+
+// plainText reports whether a pack may hold p (an event's payload: no run
+// id, seq or time) as its text alone: a model's text delta with nothing
+// else set. TestPlainText holds it to every field of bridge.Event.
+func plainText(p *bridge.Event) bool {
+	return p.Kind == bridge.KindTextDelta && p.Source == bridge.SourceModel && p.Index == 0 && !p.Refusal &&
+		p.Signature == "" && p.Encrypted == "" && p.ToolCall == nil && p.ToolResult == nil && p.Artifact == nil &&
+		p.Message == nil && p.State == nil && p.Usage == nil && p.Error == nil && p.Final == nil && p.Opaque == nil &&
+		p.ResponseID == "" && p.Model == "" && p.UpstreamID == ""
 }
 
 // updateRun writes the mutable fields of r with the updateRun statement st.
@@ -427,21 +453,47 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 // seq > after to evs, up to limit in all.
 func unpack(evs []bridge.Event, run string, first, last int64, payload []byte, after int64, limit int) ([]bridge.Event, error) {
 	var items []json.RawMessage
-	if err := json.Unmarshal(payload, &items); err != nil || int64(len(items)) != 2*(last-first+1) {
-		return evs, fmt.Errorf("decode pack seq=%d..%d: not %d events (%v)", first, last, last-first+1, err)
+	err := json.Unmarshal(payload, &items)
+	n := last - first + 1
+	if err != nil || int64(len(items)) != 2*n && int64(len(items)) != 2*n+2 {
+		return evs, fmt.Errorf("decode pack seq=%d..%d: not %d events (%v)", first, last, n, err)
+	}
+	// The first rows: an absolute time before each event. Since
+	// packVersion: the first time, then each event after its delta.
+	deltas := int64(len(items)) == 2*n+2
+	var t int64
+	if deltas {
+		if string(items[0]) != packVersion {
+			return evs, fmt.Errorf("decode pack seq=%d..%d: version %s", first, last, items[0])
+		}
+		if t, err = strconv.ParseInt(string(items[1]), 10, 64); err != nil {
+			return evs, fmt.Errorf("decode pack seq=%d..%d: time: %w", first, last, err)
+		}
+		items = items[2:]
 	}
 	for i := 0; i < len(items) && (limit <= 0 || len(evs) < limit); i += 2 {
 		seq := first + int64(i/2)
-		if seq <= after {
-			continue
-		}
-		t, err := strconv.ParseInt(string(items[i]), 10, 64)
+		d, err := strconv.ParseInt(string(items[i]), 10, 64)
 		if err != nil {
 			return evs, fmt.Errorf("decode seq=%d: time: %w", seq, err)
 		}
+		if deltas {
+			t += d
+		} else {
+			t = d
+		}
+		if seq <= after {
+			continue
+		}
 		evs = append(evs, bridge.Event{})
 		e := &evs[len(evs)-1]
-		if err := json.Unmarshal(items[i+1], e); err != nil {
+		if p := items[i+1]; len(p) > 0 && p[0] == '"' {
+			e.Kind, e.Source = bridge.KindTextDelta, bridge.SourceModel
+			err = json.Unmarshal(p, &e.Text)
+		} else {
+			err = json.Unmarshal(p, e)
+		}
+		if err != nil {
 			return evs, fmt.Errorf("decode seq=%d: %w", seq, err)
 		}
 		e.RunID, e.Seq, e.Time = run, seq, fromUnixNano(t)
