@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -66,6 +67,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
+	}
+	// A database a newer bridge migrated holds what this one cannot read
+	// (rows of formats it does not know): refuse it rather than misread it.
+	var newest sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	if known := ms[len(ms)-1].version; newest.Valid && newest.Int64 > int64(known) {
+		return fmt.Errorf("the database was migrated by a newer bridge (migration %d; this one knows up to %d)", newest.Int64, known)
 	}
 	for _, m := range ms {
 		if err := s.apply(ctx, m); err != nil {

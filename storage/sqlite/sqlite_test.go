@@ -104,9 +104,27 @@ func TestMigrationsReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
-		{5, "0005_fewer_pages.sql"}}
+		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
+	}
+}
+
+// TestRefusesNewerDatabase: a database a newer bridge migrated (it may hold
+// rows this one cannot read) is refused with a clear error, not misread.
+func TestRefusesNewerDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := rawDB(t, path).ExecContext(t.Context(), `INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlite.Open(t.Context(), path, sqlite.Options{})
+	if err == nil || !strings.Contains(err.Error(), "migrated by a newer bridge (migration 9999") {
+		t.Fatalf("Open of a newer database: %v", err)
 	}
 }
 
