@@ -61,6 +61,7 @@ type result struct {
 	integrity    string
 	storedRuns   int
 	storedEvents int64
+	walPeak      int64 // the largest the WAL file was seen during the load
 	byStatus     map[string]int
 	badRuns      int
 
@@ -197,6 +198,9 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	)
 	start := time.Now()
 	deadline := start.Add(opt.duration)
+	walDone := make(chan struct{})
+	walPeak := make(chan int64, 1)
+	go func() { walPeak <- peakSize(dbPath+"-wal", 100*time.Millisecond, walDone) }()
 	if opt.crash {
 		wg.Add(1)
 		go func() {
@@ -250,6 +254,8 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 	}
 	wg.Wait()
 	res.loadTime = time.Since(start)
+	close(walDone)
+	res.walPeak = <-walPeak
 	res.maxActive = maxActive.Load()
 	res.upstreamRequests = up.requests.Load()
 	if err := ctx.Err(); err != nil {
@@ -653,6 +659,7 @@ func (r *result) print(w io.Writer) {
 	}
 	row("bridge process", "%s", r.exit)
 	row("store", "%d runs (%s), %d events; %d runs with problems", r.storedRuns, fmtCounts(r.byStatus), r.storedEvents, r.badRuns)
+	row("WAL file during the load", "at most %.1f MiB (sampled every 100 ms)", float64(r.walPeak)/(1<<20))
 	row("integrity_check", "%s", r.integrity)
 	var warns []string
 	for k, n := range r.logCounts {
@@ -718,4 +725,22 @@ func (d dist) String() string {
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	return fmt.Sprintf("p50 %s, p99 %s, max %s (%d streams)", ms(d.p50), ms(d.p99), ms(d.max), d.n)
+}
+
+// peakSize samples the size of the file at path every interval until done
+// closes, and returns the largest it saw (0 if it never saw the file).
+func peakSize(path string, every time.Duration, done <-chan struct{}) int64 {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var peak int64
+	for {
+		if fi, err := os.Stat(path); err == nil {
+			peak = max(peak, fi.Size())
+		}
+		select {
+		case <-t.C:
+		case <-done:
+			return peak
+		}
+	}
 }
