@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/base64"
 	"strings"
+	"unicode/utf8"
 )
 
 // Anthropic accepts only tool_use ids that match ^[a-zA-Z0-9_-]+$, and a
@@ -28,14 +29,15 @@ func WireToolID(local string) string {
 }
 
 // LocalToolID undoes WireToolID for an id a client sent. An id that is not
-// an escape is returned as it is.
+// an escape (a client's own that only looks like one: not base64url, or
+// not text once decoded) is returned as it is.
 func LocalToolID(id string) string {
 	rest, ok := strings.CutPrefix(id, escapedToolID)
 	if !ok {
 		return id
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil {
+	if err != nil || !utf8.Valid(b) {
 		return id
 	}
 	return string(b)

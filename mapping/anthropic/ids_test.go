@@ -3,6 +3,7 @@ package anthropic
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestToolIDs(t *testing.T) {
@@ -24,7 +25,7 @@ func TestToolIDs(t *testing.T) {
 		}
 	}
 	// A client's own id that looks like an escape but is not one is kept.
-	for _, id := range []string{"toolu_x_!", "toolu_x_a", "toolu_1"} {
+	for _, id := range []string{"toolu_x_!", "toolu_x_a", "toolu_1", "toolu_x_abcd"} { // abcd decodes to "i\xb7\x1d"
 		if got := LocalToolID(id); got != id {
 			t.Errorf("LocalToolID(%q) = %q", id, got)
 		}
@@ -38,6 +39,9 @@ func FuzzToolIDs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, local string) {
+		if !utf8.ValidString(local) {
+			return // ids come from JSON text: always UTF-8
+		}
 		shown := WireToolID(local)
 		if !ValidToolID(shown) {
 			t.Fatalf("WireToolID(%q) = %q does not match ^[a-zA-Z0-9_-]+$", local, shown)
