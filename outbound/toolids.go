@@ -14,3 +14,14 @@ func HashToolCallID(prefix, local string) string {
 	h := sha256.Sum256([]byte(local))
 	return prefix + hex.EncodeToString(h[:12])
 }
+
+// BoundToolCallID is local when an upstream that takes ids of at most max
+// bytes accepts it, and otherwise (empty, or longer) "call_" and its hash
+// (HashToolCallID): the ToolCallMinter of the OpenAI APIs, which refuse a
+// longer id with a 400 (string_above_max_length).
+func BoundToolCallID(local string, max int) string {
+	if local != "" && len(local) <= max {
+		return local
+	}
+	return HashToolCallID("call_", local)
+}

@@ -75,10 +75,7 @@ const MaxToolCallID = 40
 // and 24 hex digits of its SHA-256 (the same id always mints the same one;
 // the engine keeps the mapping). Any other id is kept.
 func (c *Client) MintToolCallID(local string) string {
-	if local != "" && len(local) <= MaxToolCallID {
-		return local
-	}
-	return outbound.HashToolCallID("call_", local)
+	return outbound.BoundToolCallID(local, MaxToolCallID)
 }
 
 // maxErrorBody bounds how much of an upstream error body is read.

@@ -80,10 +80,7 @@ const MaxCallID = 64
 // (outbound.HashToolCallID; the engine keeps the pair). Any other id is
 // kept.
 func (c *Client) MintToolCallID(local string) string {
-	if local != "" && len(local) <= MaxCallID {
-		return local
-	}
-	return outbound.HashToolCallID("call_", local)
+	return outbound.BoundToolCallID(local, MaxCallID)
 }
 
 // Name implements bridge.Upstream.
