@@ -216,9 +216,10 @@ func (d *reqDecoder) input(top wire.Object) error {
 		}
 	}
 	in.close()
-	// An assistant turn with nothing in it says nothing to send upstream.
+	// An assistant turn with nothing in it says nothing to send upstream:
+	// no parts, or only empty text (content "" and [{"text":""}] alike).
 	in.msgs = slices.DeleteFunc(in.msgs, func(m bridge.Message) bool {
-		return m.Role == bridge.RoleAssistant && len(m.Parts) == 0 && len(m.ToolCalls) == 0
+		return m.Role == bridge.RoleAssistant && len(m.ToolCalls) == 0 && !slices.ContainsFunc(m.Parts, saysSomething)
 	})
 	if len(in.msgs) == 0 {
 		return &bridge.Error{Code: bridge.CodeInvalid, Param: "input", Message: "input: must not be empty"}
@@ -231,6 +232,11 @@ func (d *reqDecoder) input(top wire.Object) error {
 	h.Messages = in.msgs
 	d.r.Input = in.items
 	return nil
+}
+
+// saysSomething reports whether p carries anything but empty text.
+func saysSomething(p bridge.Part) bool {
+	return p.Type != bridge.PartText || p.Text != "" || p.Opaque != nil
 }
 
 // onlyReasoning reports whether msgs carry nothing but reasoning.
