@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
 	"strings"
-
-	_ "github.com/mattn/go-sqlite3"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
-// storedRun is one run of the SQLite file, with what its events say.
+// storedRun is one run of the store, with what its events say.
 type storedRun struct {
 	id, model, status, reason string
 	lastSeq                   int64
@@ -36,10 +33,10 @@ type dbReport struct {
 	events    int64
 }
 
-// openRO opens the SQLite file read-only (a running bridge may have it
-// open too: WAL readers do not block it).
-func openRO(path string) (*sql.DB, error) {
-	return sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?mode=ro&_busy_timeout=10000")
+// openRO opens the store read-only: a running bridge may have the file
+// open too (WAL readers do not block it), and the checks must change nothing.
+func openRO(ctx context.Context, path string) (*sqlite.Store, error) {
+	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true, BusyTimeout: 10 * time.Second})
 }
 
 // runningRuns counts the runs whose status is running.
@@ -49,81 +46,50 @@ func runningRuns(ctx context.Context, path string) (int, error) {
 
 // runsWith counts the runs of the file at path in status st.
 func runsWith(ctx context.Context, path string, st bridge.Status) (int, error) {
-	db, err := openRO(path)
+	s, err := openRO(ctx, path)
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	var n int
-	err = db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE status = ?`, string(st)).Scan(&n)
-	return n, err
+	defer s.Close()
+	runs, err := s.ListRuns(ctx, bridge.RunFilter{Status: st})
+	return len(runs), err
 }
 
-// integrity runs PRAGMA integrity_check.
+// integrity runs SQLite's integrity check.
 func integrity(ctx context.Context, path string) (string, error) {
-	db, err := openRO(path)
+	s, err := openRO(ctx, path)
 	if err != nil {
 		return "", err
 	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return "", err
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, "; "), rows.Err()
+	defer s.Close()
+	return s.Integrity(ctx)
 }
 
-// readStore reads every run (its row, read-only) and its events (through
-// the store, as a resume reads them). keepSeqs keeps each run's set of
-// seqs (for the crash check). The bridge must have exited.
+// readStore reads every run and its events through the store, as a resume
+// reads them. keepSeqs keeps each run's set of seqs (for the crash check).
+// The bridge must have exited.
 func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, error) {
 	rep := &dbReport{runs: map[string]*storedRun{}, byStatus: map[string]int{}}
-	var err error
-	if rep.integrity, err = integrity(ctx, path); err != nil {
-		return nil, fmt.Errorf("integrity_check: %w", err)
+	st, err := openRO(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	db, err := openRO(path)
+	defer st.Close()
+	if rep.integrity, err = st.Integrity(ctx); err != nil {
+		return nil, err
+	}
+	runs, err := st.ListRuns(ctx, bridge.RunFilter{})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT id, model, status, reason, last_seq FROM runs`)
-	if err != nil {
-		return nil, fmt.Errorf("read runs: %w", err)
-	}
-	for rows.Next() {
-		r := &storedRun{}
-		if err := rows.Scan(&r.id, &r.model, &r.status, &r.reason, &r.lastSeq); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read runs: %w", err)
-		}
+	for _, run := range runs {
+		r := &storedRun{id: run.ID, model: run.Model, status: string(run.Status), reason: run.Reason, lastSeq: run.LastSeq}
 		if keepSeqs {
 			r.seqs = map[int64]bool{}
 		}
 		rep.runs[r.id] = r
 		rep.byStatus[r.status]++
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read runs: %w", err)
-	}
-
-	// The events, through the store's own reader (how a row holds them is
-	// the store's business; what a resume replays is this).
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("open the store: %w", err)
-	}
-	defer st.Close()
 	for _, r := range rep.runs {
 		if _, err := parseScript(r.model); err != nil {
 			// An A2A client names no model: its script is its message.

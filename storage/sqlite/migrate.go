@@ -85,6 +85,24 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// checkSchema fails unless the database holds every migration this bridge
+// knows and none it does not: a reader that cannot migrate reads only the
+// schema it was written for.
+func (s *Store) checkSchema(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var newest sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	if known := int64(ms[len(ms)-1].version); newest.Int64 != known {
+		return fmt.Errorf("the database is at migration %d; this bridge reads migration %d", newest.Int64, known)
+	}
+	return nil
+}
+
 // apply runs m unless it is recorded as applied.
 func (s *Store) apply(ctx context.Context, m migration) error {
 	tx, err := s.w.BeginTx(ctx, nil)

@@ -33,6 +33,11 @@ type Options struct {
 	// ReadConns caps the pool of read connections. Default
 	// max(4, runtime.NumCPU()).
 	ReadConns int
+	// ReadOnly opens the file for reading only, for a tool that inspects a
+	// database another process may be writing (the soak's checks): no
+	// writer, no migrations (the file must be at this bridge's schema), no
+	// checkpointer; every write fails.
+	ReadOnly bool
 }
 
 // Store is a bridge.Store in one SQLite database file.
@@ -132,6 +137,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	params.Set("_foreign_keys", "on")
 
 	memory := path == ":memory:"
+	if opt.ReadOnly {
+		return openReadOnly(ctx, s, path, params, opt)
+	}
 	wp := cloneValues(params)
 	wp.Set("_txlock", "immediate") // take the write lock at BEGIN, never upgrade
 	w, err := sql.Open("sqlite3", path+"?"+wp.Encode())
@@ -178,6 +186,54 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		go s.checkpointer(checkpointEvery)
 	}
 	return s, nil
+}
+
+// openReadOnly opens s's read pool only, on a file that must exist and be at
+// this bridge's schema.
+func openReadOnly(ctx context.Context, s *Store, path string, params url.Values, opt Options) (*Store, error) {
+	if path == ":memory:" {
+		return nil, errors.New("sqlite: open: a read-only :memory: database is empty")
+	}
+	rp := cloneValues(params)
+	rp.Del("_journal_mode") // setting it writes
+	rp.Set("mode", "ro")
+	rp.Set("_query_only", "on")
+	r, err := sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?"+rp.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
+	}
+	r.SetMaxOpenConns(opt.ReadConns)
+	r.SetMaxIdleConns(opt.ReadConns)
+	s.r = r
+	if err := s.checkSchema(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
+	}
+	return s, nil
+}
+
+// Integrity runs SQLite's integrity check: "ok", or what it found.
+func (s *Store) Integrity(ctx context.Context) (string, error) {
+	var out []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `PRAGMA integrity_check`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			out = append(out, line)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return "", fmt.Errorf("integrity check: %w", err)
+	}
+	return strings.Join(out, "; "), nil
 }
 
 // checkpointEvery is how often the checkpointer runs.
@@ -319,6 +375,9 @@ func (s *Store) close() error {
 	return errors.Join(errs...)
 }
 
+// errReadOnly is what a write to a store opened ReadOnly returns.
+var errReadOnly = errors.New("the store is open read-only")
+
 // write runs fn in a write transaction on the writer connection and commits
 // it when fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
@@ -335,6 +394,9 @@ func (s *Store) writeThen(ctx context.Context, fn func(tx *sql.Tx) error, then f
 	}
 	defer func() { <-s.wsem }()
 
+	if s.w == nil {
+		return errReadOnly
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -498,3 +498,55 @@ func TestMigrationFewerPages(t *testing.T) {
 		t.Errorf("foreign_key_check: %s violations, %v", fk, err)
 	}
 }
+
+// TestReadOnly opens a file another Store is writing, as the soak's checks
+// do: it reads what was committed, its integrity check passes, a write
+// fails, and a file that does not exist or is at another schema is refused.
+func TestReadOnly(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	w := MustOpen(t, path, sqlite.Options{})
+	sess := &bridge.Session{ID: "sess_1", Created: bridgetest.T0, Updated: bridgetest.T0}
+	if err := w.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	run := &bridge.Run{ID: "run_1", SessionID: "sess_1", Inbound: "openai", Status: bridge.StatusRunning, Created: bridgetest.T0}
+	if err := w.CreateRun(ctx, run, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_1", 1, 40)}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := MustOpen(t, path, sqlite.Options{ReadOnly: true})
+	runs, err := r.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
+	if err != nil || len(runs) != 1 || runs[0].ID != "run_1" {
+		t.Fatalf("ListRuns(running) = %v, %v; want run_1", runs, err)
+	}
+	if evs, err := r.Events(ctx, "run_1", 0, 0); err != nil || len(evs) != 40 {
+		t.Fatalf("Events = %d events, %v; want 40", len(evs), err)
+	}
+	if s, err := r.Integrity(ctx); err != nil || s != "ok" {
+		t.Fatalf("Integrity = %q, %v", s, err)
+	}
+	if err := r.CreateSession(ctx, &bridge.Session{ID: "sess_2"}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("CreateSession on a read-only store: %v", err)
+	}
+	// What the writer commits later is seen too.
+	if err := w.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_1", 41, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := r.Events(ctx, "run_1", 40, 0); err != nil || len(evs) != 2 {
+		t.Fatalf("Events after 40 = %d events, %v; want 2", len(evs), err)
+	}
+
+	if _, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "none.db"), sqlite.Options{ReadOnly: true}); err == nil {
+		t.Fatal("read-only Open of a missing file succeeded")
+	}
+	if _, err := rawDB(t, path).ExecContext(ctx, `INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "migration 9999") {
+		t.Fatalf("read-only Open of a newer database: %v", err)
+	}
+}
