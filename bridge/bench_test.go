@@ -109,7 +109,7 @@ func BenchmarkEngineFanout(b *testing.B) {
 		{"subscribers=100", 1, 100, 10_000},
 		{"runs=8/subscribers=1", 8, 1, 10_000},
 		{"runs=8/subscribers=10", 8, 10, 10_000},
-		// The load of cmd/bridgeload's throughput phase without HTTP: 50
+		// The load of tools/bridgeload's throughput phase without HTTP: 50
 		// short runs at once, each a new session.
 		{"runs=50/deltas=100", 50, 1, 100},
 	}

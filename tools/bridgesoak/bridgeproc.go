@@ -19,7 +19,7 @@ import (
 )
 
 // buildBridge builds cmd/bridge into dir (the soak runs from inside the
-// module, as `go run ./cmd/bridgesoak` or its test do).
+// module, as `go run ./tools/bridgesoak` or its test do).
 func buildBridge(ctx context.Context, dir string, race bool) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {

@@ -23,7 +23,7 @@
 // and prints them beside the goals of the foundation issue. All traffic
 // stays on 127.0.0.1; --timeout bounds the whole run.
 //
-//	go run ./cmd/bridgeload --rounds 3
+//	go run ./tools/bridgeload --rounds 3
 package main
 
 import (

@@ -38,8 +38,8 @@
 // All traffic stays on 127.0.0.1; --timeout bounds the whole run; the exit
 // status is 1 when a check fails.
 //
-//	go run ./cmd/bridgesoak                      # 500 streams for 60 s
-//	go run ./cmd/bridgesoak --crash              # with a SIGKILL half-way
+//	go run ./tools/bridgesoak                      # 500 streams for 60 s
+//	go run ./tools/bridgesoak --crash              # with a SIGKILL half-way
 package main
 
 import (
