@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,13 +17,64 @@ import (
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
-// corpusBodies returns the JSON bodies of the captured SDK requests in dir,
-// skipping the test when the corpus is not beside the checkout.
+// corpusDir holds the wire captures the repo carries (testdata/corpus,
+// with their provenance).
+const corpusDir = "../../testdata/corpus"
+
+// TestCorpusProvenance: every capture in testdata/corpus is listed in its
+// index.json (copied from the wire corpus) with the size and sha256 it has
+// there, so a capture cannot be edited or added without its provenance.
+func TestCorpusProvenance(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(corpusDir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var index struct {
+		Files []struct {
+			File       string `json:"file"`
+			Bytes      int    `json:"bytes"`
+			SHA256     string `json:"sha256"`
+			ProducedBy string `json:"producedBy"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(raw, &index); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, e := range index.Files {
+		listed[e.File] = true
+		b, err := os.ReadFile(filepath.Join(corpusDir, filepath.FromSlash(e.File)))
+		if err != nil {
+			t.Errorf("%s: listed but %v", e.File, err)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if len(b) != e.Bytes || hex.EncodeToString(sum[:]) != e.SHA256 || e.ProducedBy == "" {
+			t.Errorf("%s: %d bytes, sha256 %x; the index says %d, %s, produced by %q", e.File, len(b), sum, e.Bytes, e.SHA256, e.ProducedBy)
+		}
+	}
+	n := 0
+	err = filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Dir(path) == corpusDir {
+			return err // index.json and README.md sit at the top
+		}
+		n++
+		if rel, _ := filepath.Rel(corpusDir, path); !listed[filepath.ToSlash(rel)] {
+			t.Errorf("%s: not in index.json", rel)
+		}
+		return nil
+	})
+	if err != nil || n == 0 || n != len(index.Files) {
+		t.Fatalf("%d captures, %d listed: %v", n, len(index.Files), err)
+	}
+}
+
+// corpusBodies returns the JSON bodies of the captured SDK requests in dir.
 func corpusBodies(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", dir, "*.http"))
+	files, _ := filepath.Glob(filepath.Join(corpusDir, dir, "*.http"))
 	if len(files) == 0 {
-		t.Skipf("no corpus at ../shared/corpus/%s", dir)
+		t.Fatalf("no captures in %s/%s", corpusDir, dir)
 	}
 	out := map[string][]byte{}
 	for _, f := range files {

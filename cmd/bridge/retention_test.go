@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
 // TestRetentionJanitor: the events of a run that ended more than the
@@ -40,5 +38,15 @@ func TestRetentionJanitor(t *testing.T) {
 	if err != nil || r.Status != "completed" {
 		t.Errorf("the run itself should stay: %+v %v", r, err)
 	}
-	var _ *sqlite.Store = m.store
+	msgs, err := m.store.RunMessages(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range msgs {
+		got = append(got, string(msgs[i].Role)+": "+msgs[i].Text())
+	}
+	if len(got) != 2 || got[0] != "user: keep me briefly" || got[1] != "assistant: keep me briefly" {
+		t.Errorf("the history should stay: %q", got)
+	}
 }

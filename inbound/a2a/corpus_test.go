@@ -27,9 +27,9 @@ type capturedRequest struct {
 
 func corpusRequests(t *testing.T, dir string) map[string]capturedRequest {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", dir, "client", "*.http"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", dir, "client", "*.http"))
 	if len(files) == 0 {
-		t.Skipf("no corpus at ../shared/corpus/%s", dir)
+		t.Fatalf("no captures in testdata/corpus/%s/client", dir)
 	}
 	out := map[string]capturedRequest{}
 	for _, f := range files {

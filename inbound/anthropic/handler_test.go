@@ -438,8 +438,9 @@ func TestCountTokens(t *testing.T) {
 	}
 }
 
-// corpusDir holds the requests the official SDK was captured sending.
-const corpusDir = "../../../shared/corpus/anthropic/client"
+// corpusDir holds the requests the official SDK was captured sending (the
+// repo's testdata/corpus, with their provenance).
+const corpusDir = "../../testdata/corpus/anthropic/client"
 
 // TestCorpusServed: every captured SDK request, with its headers (Bearer
 // auth, anthropic-version 2026-10-21), is served: a valid stream, a
@@ -447,7 +448,7 @@ const corpusDir = "../../../shared/corpus/anthropic/client"
 func TestCorpusServed(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
 	if len(files) == 0 {
-		t.Skipf("no corpus at %s", corpusDir)
+		t.Fatalf("no captures in %s", corpusDir)
 	}
 	s := newServer(t, &bridgetest.Upstream{Events: bridgetest.TextEvents("hi")}, inanthropic.Config{})
 	for _, f := range files {

@@ -15,11 +15,14 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// corpusFiles returns the captured files matching pattern under
-// ../shared/corpus, nil when the corpus is not beside the checkout.
+// corpusFiles returns the captured files matching pattern under the
+// repo's testdata/corpus; none is a failure.
 func corpusFiles(tb testing.TB, pattern string) map[string][]byte {
 	tb.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", pattern))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", pattern))
+	if len(files) == 0 {
+		tb.Fatalf("no captures match testdata/corpus/%s", pattern)
+	}
 	out := map[string][]byte{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -219,7 +219,7 @@ func TestGoldenDecode(t *testing.T) {
 			if c := a.directive("corpus"); c != "" {
 				files := corpusFiles(t, c)
 				if len(files) != 1 {
-					t.Skipf("corpus file %s not found", c)
+					t.Fatalf("corpus: %s names %d files, want one", c, len(files))
 				}
 				for _, b := range files {
 					in, ok = b, true

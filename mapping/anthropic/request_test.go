@@ -14,14 +14,18 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// corpusDir holds real requests of the official SDK (shared/corpus).
-const corpusDir = "../../../shared/corpus/anthropic/client"
+// corpusDir holds real requests of the official SDK (the repo's
+// testdata/corpus, with their provenance).
+const corpusDir = "../../testdata/corpus/anthropic/client"
 
 // corpusFiles returns the JSON body of every captured request, by file
 // name; the HTTP head ends at the first blank line (CRLF).
 func corpusFiles(tb testing.TB) map[string][]byte {
 	tb.Helper()
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
+	if len(files) == 0 {
+		tb.Fatalf("no captures in %s", corpusDir)
+	}
 	out := map[string][]byte{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -43,9 +47,6 @@ func corpusFiles(tb testing.TB) map[string][]byte {
 // from stream, which the bridge always sets).
 func TestCorpusRoundTrip(t *testing.T) {
 	bodies := corpusFiles(t)
-	if len(bodies) == 0 {
-		t.Skipf("no corpus at %s", corpusDir)
-	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
 			count := strings.Contains(name, "count-tokens")

@@ -23,7 +23,7 @@ func isBridgeError(err error) bool {
 // FuzzDecodeRequest: no input panics; every error is a *bridge.Error; what
 // decodes encodes, and what EncodeRequest makes decodes again.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, b := range corpusBodiesIfAny(f) {
+	for _, b := range corpusInOrder(f) {
 		f.Add(b)
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")
@@ -60,7 +60,6 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
-// corpusBodiesIfAny is corpusBodies without the skip, in file order.
 // lossy reports whether a decoded request holds what EncodeRequest does not
 // send back by design: reasoning parts, and fields the decoder dropped.
 func lossy(r *bridge.Request) bool {
@@ -77,11 +76,9 @@ func lossy(r *bridge.Request) bool {
 	return false
 }
 
-func corpusBodiesIfAny(tb testing.TB) [][]byte {
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
-	if len(files) == 0 {
-		return nil
-	}
+// corpusInOrder is corpusBodies in file order (seeds and cases in a
+// stable order).
+func corpusInOrder(tb testing.TB) [][]byte {
 	var out [][]byte
 	bodies := corpusBodies(tb)
 	for _, k := range wire.SortedKeys(bodies) {

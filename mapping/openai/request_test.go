@@ -15,8 +15,9 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// corpusDir holds real requests of the official SDK (shared/corpus).
-const corpusDir = "../../../shared/corpus/openai-chat/client"
+// corpusDir holds real requests of the official SDK (the repo's
+// testdata/corpus, with their provenance).
+const corpusDir = "../../testdata/corpus/openai-chat/client"
 
 // corpusBodies returns the JSON body of every captured request, by file
 // name; the HTTP head ends at the first blank line.
@@ -24,7 +25,7 @@ func corpusBodies(t testing.TB) map[string][]byte {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
 	if len(files) == 0 {
-		t.Skipf("no corpus at %s", corpusDir)
+		t.Fatalf("no captures in %s", corpusDir)
 	}
 	out := map[string][]byte{}
 	for _, f := range files {

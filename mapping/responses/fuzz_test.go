@@ -19,15 +19,19 @@ func isBridgeError(err error) bool {
 	return errors.As(err, &be)
 }
 
-// corpusBodies returns the bodies of the official SDK's captured requests,
-// when the corpus is beside the checkout.
-func corpusBodies() [][]byte {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", "openai-responses", "client", "*.http"))
+// corpusBodies returns the bodies of the official SDK's captured requests
+// (the repo's testdata/corpus, with their provenance).
+func corpusBodies(tb testing.TB) [][]byte {
+	tb.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "openai-responses", "client", "*.http"))
+	if len(files) == 0 {
+		tb.Fatal("no captures in testdata/corpus/openai-responses/client")
+	}
 	var out [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			continue
+			tb.Fatal(err)
 		}
 		if _, body, ok := bytes.Cut(b, []byte("\n\n")); ok {
 			out = append(out, body)
@@ -42,7 +46,7 @@ func corpusBodies() [][]byte {
 // echo is a JSON object; what decodes encodes to valid JSON, which decodes
 // again.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, b := range corpusBodies() {
+	for _, b := range corpusBodies(f) {
 		f.Add(b)
 	}
 	files, _ := filepath.Glob("testdata/request_*.txtar")

@@ -160,10 +160,10 @@ func TestToolsAndErrors(t *testing.T) {
 // as the answer to run_sse and decodes it through the client: streams
 // end with their final, error answers are errors with their text.
 func TestCorpus(t *testing.T) {
-	dir := "../../../shared/corpus/adk/server"
+	dir := "../../testdata/corpus/adk/server"
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(files) == 0 {
-		t.Skip("the corpus is not here")
+		t.Fatalf("no captures in %s", dir)
 	}
 	created, err := os.ReadFile(filepath.Join(dir, "session-create.json"))
 	if err != nil {
