@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/oaierror"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
-	"github.com/bridge-dev/bridge/mapping/openai"
 )
 
 // The Responses API answers errors with the OpenAI error object Chat
@@ -23,10 +23,10 @@ import (
 func EncodeError(err *bridge.Error) (status int, body []byte) {
 	if err != nil && err.Dialect == Dialect {
 		e := *err
-		e.Dialect = openai.Dialect
+		e.Dialect = oaierror.Dialect
 		err = &e
 	}
-	return openai.EncodeError(err)
+	return oaierror.EncodeError(err)
 }
 
 // DecodeError reads an upstream's error response (a non-2xx status and its
@@ -35,7 +35,7 @@ func EncodeError(err *bridge.Error) (status int, body []byte) {
 // error's code or type. A type of "error" (the event's own type, which a
 // flat error event carries beside its fields) is not an error type.
 func DecodeError(status int, body []byte) *bridge.Error {
-	e := openai.DecodeError(status, body)
+	e := oaierror.DecodeError(status, body)
 	if e.Type != "error" {
 		return e
 	}
@@ -50,7 +50,7 @@ func DecodeError(status int, body []byte) *bridge.Error {
 	}
 	env := wire.NewObj()
 	env.Raw("error", w.End())
-	again := openai.DecodeError(status, env.End())
+	again := oaierror.DecodeError(status, env.End())
 	if status == 0 && again.Code == bridge.CodeUpstream {
 		again.Code = codeOfResponseError(again.UpstreamCode)
 	}
@@ -125,7 +125,7 @@ func isImageCode(c string) bool {
 // decodeResponseError reads the error of a failed response ({code,
 // message}, or null) into a bridge error.
 func decodeResponseError(raw json.RawMessage) *bridge.Error {
-	e := &bridge.Error{Code: bridge.CodeUpstream, Message: "the upstream response failed", Dialect: openai.Dialect}
+	e := &bridge.Error{Code: bridge.CodeUpstream, Message: "the upstream response failed", Dialect: oaierror.Dialect}
 	var o struct {
 		Code    json.RawMessage `json:"code"`
 		Message string          `json:"message"`

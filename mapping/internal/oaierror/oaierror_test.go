@@ -1,4 +1,4 @@
-package openai
+package oaierror
 
 import (
 	"encoding/json"
