@@ -6,4 +6,68 @@
 // Dialect packages translate to and from these types; nothing here knows a
 // wire format. The engine sees tracing only through the OpenTelemetry trace
 // API handed to it in Config.
+//
+// # The run
+//
+// A run is one turn, from the user's input to its final event, however many
+// model calls and tool calls it takes. Its events have seqs 1, 2, ... in the
+// order the engine assigned them; an event id (EventID) is "<run>:<seq>".
+// Start records the run and its input, and returns once they are committed;
+// Subscribe replays a run's committed events after a seq and then follows the
+// live ones; Abort cancels it; Steer adds user input to it; Resume picks up,
+// after a restart, a run whose upstream can be resumed.
+//
+// # Goroutines, and who owns what
+//
+//   - The writer (one per Engine, started by New, stopped by Close) is the
+//     only goroutine that commits to the Store during a run. It takes
+//     whatever is queued on Engine.queue (up to MaxBatch pendings, or up to
+//     a run's first visible event, which ends the batch), commits it in one
+//     Store.Commit, then for each run in the batch appends the committed
+//     events to liveRun.events and wakes that run's followers (publish).
+//     Nothing reaches a subscriber before the commit returned.
+//   - The pump (one per running run, started by Start or Resume) opens the
+//     upstream call, decodes its events and emits them: emit assigns the
+//     next seq and queues the event for the writer. The pump owns the
+//     upstream call, the assembler that folds a step's events into the
+//     assistant message, and liveRun.contentSeen and storeRun. It makes one
+//     more model call when a steer arrived while the model was answering,
+//     and ends the run with finish, which queues the final event with the
+//     run's row and transcript messages and waits for their commit.
+//   - Subscribers (one per client stream, in the caller's goroutine) read
+//     liveRun.events, which is only ever appended to, so they read a live
+//     run's committed events without a copy; a finished run's events come
+//     from the Store a page at a time. The seam between replay and live is
+//     decided under liveRun.mu, so it has no gap and no duplicate.
+//   - Callers of Steer and Abort run in their request's goroutine. A steer is
+//     queued like an event (a user_message, with the run's next seq) and
+//     acknowledged once committed; Abort cancels the run's context (and the
+//     upstream's own cancel, when the Call has one) and waits for the final
+//     event to be committed.
+//   - The breaker's goroutine (outbound/, per upstream call) holds one
+//     circuit-breaker execution open for the whole stream, so a stream that
+//     fails halfway counts as a failure. It is outside this package.
+//
+// # Locks, and their order
+//
+// Engine.mu guards the registry of live runs (live), parked steers and
+// closing; it is held only for map operations, never while another lock is
+// taken. liveRun.emitMu orders seq assignment with queueing, so the writer
+// receives a run's events in seq order whoever emits them (the pump or a
+// steer); liveRun.mu guards the run's snapshot, its committed events, the
+// steer queue and the current call. The order is emitMu, then mu: code that
+// holds emitMu may take mu (finish updates the run's row while it queues the
+// final event), never the reverse. Sending on Engine.queue happens under
+// emitMu and may block when the queue is full: that slows the runs that
+// produce events, never drops one, and the writer takes no run lock before
+// it has received, so it cannot deadlock with a blocked sender.
+//
+// # What may block
+//
+// Start blocks until the new run's creation is committed (one transaction);
+// Steer until its user_message is committed; Abort until the final event is;
+// Close until every pump has ended (or its context is done, after which the
+// runs are cancelled) and the writer has committed everything queued. The
+// writer blocks only in Store.Commit. A subscriber blocks waiting for the
+// next commit of its run, or its context.
 package bridge
