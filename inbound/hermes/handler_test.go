@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 		{"list: offset", "GET", "/api/sessions?offset=-1", ``, nil, 400, "invalid_request"},
 		{"chat: empty body", "POST", "/api/sessions/s1/chat", ``, nil, 400, "invalid_request"},
 		{"chat: no message", "POST", "/api/sessions/s1/chat", `{"model":"m"}`, nil, 400, "invalid_request"},
-		{"chat: deep JSON", "POST", "/api/sessions/s1/chat", `{"message":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, nil, 400, ""},
+		{"chat: deep JSON", "POST", "/api/sessions/s1/chat", `{"message":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, nil, 400, "invalid_request"},
 		{"stream: unknown session", "POST", "/api/sessions/nope/chat/stream", `{"message":"x"}`, nil, 404, "session_not_found"},
 		{"stream: bad role", "POST", "/api/sessions/s1/chat/stream", `{"input":[{"role":"robot","content":"x"}]}`, nil, 400, "invalid_request"},
 		{"resume: nothing to resume", "GET", "/api/sessions/s1/chat/stream?after_event_id=x", ``, nil, 404, "run_not_found"},
@@ -170,7 +170,7 @@ func TestStreamAndRun(t *testing.T) {
 	if s, _, b := do(t, "POST", base+"/v1/runs/"+run+"/steer", `{"text":"more"}`); s != 409 || !strings.Contains(b, "run_not_accepting_steer") {
 		t.Errorf("steer: %d %s", s, b)
 	}
-	if s, _, b := do(t, "POST", base+"/v1/runs/"+run+"/steer", `{}`); s != 400 {
+	if s, _, b := do(t, "POST", base+"/v1/runs/"+run+"/steer", `{}`); s != 400 || !strings.Contains(b, `"code":"invalid_request"`) {
 		t.Errorf("empty steer: %d %s", s, b)
 	}
 	if s, _, b := do(t, "POST", base+"/v1/runs/"+run+"/stop", ``); s != 200 || !strings.Contains(b, `"status":"completed"`) {

@@ -1,6 +1,7 @@
 package hermes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,27 +23,32 @@ func TestDecodeTurn(t *testing.T) {
 	if len(tr.Request.Instructions) != 1 || tr.Request.Instructions[0].Text() != "sys" {
 		t.Errorf("instructions %+v", tr.Request.Instructions)
 	}
-	for name, body := range map[string]string{
-		"empty":   ``,
-		"array":   `[]`,
-		"missing": `{"model":"m"}`,
-		"blank":   `{"message":"  "}`,
-		"number":  `{"message":1}`,
-		"role":    `{"input":[{"role":"wizard","content":"x"}]}`,
-		"tool":    `{"input":[{"role":"tool","content":"x"}]}`,
-		"file":    `{"message":[{"type":"file"}]}`,
-		"syntax":  `{"message":`,
+	// Each bad body is a *bridge.Error with its code, naming the member.
+	for _, tc := range []struct {
+		name, body string
+		code       bridge.Code
+		msg        string
+	}{
+		{"empty", ``, bridge.CodeInvalid, "request body: empty"},
+		{"array", `[]`, bridge.CodeInvalid, "request body: expected object"},
+		{"missing", `{"model":"m"}`, bridge.CodeInvalid, "request.message: missing"},
+		{"blank", `{"message":"  "}`, bridge.CodeInvalid, "request.message: empty"},
+		{"number", `{"message":1}`, bridge.CodeInvalid, "request.message: expected string or array"},
+		{"role", `{"input":[{"role":"wizard","content":"x"}]}`, bridge.CodeInvalid, "request.input[0].role: unknown role"},
+		{"tool", `{"input":[{"role":"tool","content":"x"}]}`, bridge.CodeInvalid, "request.input[0].tool_call_id: missing"},
+		{"file", `{"message":[{"type":"file"}]}`, bridge.CodeUnsupported, "request.message[0].type:"},
+		{"syntax", `{"message":`, bridge.CodeInvalid, "request body: invalid JSON"},
 	} {
-		if _, err := DecodeTurn([]byte(body)); err == nil {
-			t.Errorf("%s: no error", name)
-		} else if _, ok := err.(*bridge.Error); !ok {
-			t.Errorf("%s: %T", name, err)
+		_, err := DecodeTurn([]byte(tc.body))
+		be, ok := err.(*bridge.Error)
+		if !ok || be.Code != tc.code || !strings.HasPrefix(be.Message, tc.msg) {
+			t.Errorf("%s: %#v, want %s %q...", tc.name, err, tc.code, tc.msg)
 		}
 	}
 	if m, err := DecodeSteer([]byte(`{"text":"go on"}`)); err != nil || m.Text() != "go on" {
 		t.Errorf("steer %v %v", m, err)
 	}
-	if _, err := DecodeSteer([]byte(`{}`)); err == nil {
-		t.Error("empty steer accepted")
+	if _, err := DecodeSteer([]byte(`{}`)); bridge.ErrorCode(err) != bridge.CodeInvalid || !strings.Contains(err.Error(), "request.input: missing") {
+		t.Errorf("empty steer: %v", err)
 	}
 }
