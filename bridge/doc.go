@@ -44,9 +44,9 @@
 //     acknowledged once committed; Abort cancels the run's context (and the
 //     upstream's own cancel, when the Call has one) and waits for the final
 //     event to be committed.
-//   - The breaker's goroutine (outbound/, per upstream call) holds one
-//     circuit-breaker execution open for the whole stream, so a stream that
-//     fails halfway counts as a failure. It is outside this package.
+//   - The circuit breaker (outbound/) starts no goroutine: it admits a call
+//     in the pump's goroutine and counts the call's outcome when the pump's
+//     range over its events ends (or its context does).
 //
 // # Locks, and their order
 //

@@ -266,13 +266,19 @@ type panicky struct{ bridgetest.Upstream }
 func (p *panicky) Open(context.Context, *bridge.Request) (*bridge.Call, error) { panic("boom") }
 
 // TestBreakerOpenPanics: a panic in Open reaches the caller, as it would
-// without the breaker's goroutine.
+// without the breaker, and the breaker counts it (a half-open trial is not
+// held forever).
 func TestBreakerOpenPanics(t *testing.T) {
 	b := outbound.NewBreaker("u", outbound.BreakerConfig{}, nil, nil)
 	u := outbound.Wrap(&panicky{}, b.Middleware())
 	defer func() {
 		if p := recover(); p != "boom" {
 			t.Errorf("recovered %v, want the upstream's panic", p)
+		}
+	}()
+	defer func() {
+		if c := b.Counts(); c.Requests != 1 || c.TotalFailures != 1 {
+			t.Errorf("counts after the panic: %+v, want one request, one failure", c)
 		}
 	}()
 	_, _ = u.Open(t.Context(), &bridge.Request{Model: "m"})

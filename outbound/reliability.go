@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/go-kit/kit/circuitbreaker"
 	"github.com/go-kit/kit/endpoint"
 	"github.com/sony/gobreaker"
 
@@ -31,7 +31,7 @@ type BreakerConfig struct {
 // call never trips it. An open breaker answers at once with CodeUnavailable
 // and the time left open as RetryAfter.
 type Breaker struct {
-	cb      *gobreaker.CircuitBreaker
+	cb      *gobreaker.TwoStepCircuitBreaker
 	openFor time.Duration
 	now     func() time.Time
 
@@ -70,15 +70,11 @@ func NewBreaker(name string, cfg BreakerConfig, log *slog.Logger, onChange func(
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := &Breaker{openFor: cfg.OpenFor, now: time.Now}
-	b.cb = gobreaker.NewCircuitBreaker(gobreaker.Settings{
+	b.cb = gobreaker.NewTwoStepCircuitBreaker(gobreaker.Settings{
 		Name:        name,
 		MaxRequests: cfg.HalfOpenMax,
 		Timeout:     cfg.OpenFor,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return trips(c, cfg.Failures) },
-		IsSuccessful: func(err error) bool {
-			var be *bridge.Error
-			return err == nil || !errors.As(err, &be) || !be.Retryable()
-		},
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				b.mu.Lock()
@@ -94,8 +90,18 @@ func NewBreaker(name string, cfg BreakerConfig, log *slog.Logger, onChange func(
 	return b
 }
 
+// succeeded is the breaker's judgement of an outcome: only an upstream
+// fault (a Retryable bridge error) is a failure.
+func succeeded(err error) bool {
+	var be *bridge.Error
+	return err == nil || !errors.As(err, &be) || !be.Retryable()
+}
+
 // State is the breaker's current state.
 func (b *Breaker) State() gobreaker.State { return b.cb.State() }
+
+// Counts are the breaker's counts in its current state and generation.
+func (b *Breaker) Counts() gobreaker.Counts { return b.cb.Counts() }
 
 // Admit is the breaker's answer before a call (for WrapAdmit): while it is
 // open, the error the call would get at once; else nil (half-open, the
@@ -107,58 +113,54 @@ func (b *Breaker) Admit() error {
 	return nil
 }
 
-// Middleware is the breaker as go-kit endpoint middleware (go-kit's
-// circuitbreaker.Gobreaker around the next endpoint), with one breaker
-// execution spanning the whole call, its stream included: the call is handed
-// back as soon as the upstream answers, and the execution ends when the
-// call's events end. It counts as a failure when the stream ended by an
-// upstream fault (an error mid-stream: cut, garbage, idle timeout; an
-// upstream error event, that is a failed final whose error is Retryable; no
-// final at all), and as a success when it ended with a final (even a failed
-// one that is the client's fault), when the consumer stopped ranging, or when
-// the call's context ended first (the client went away, the run was
-// aborted or timed out). So consecutive mid-stream faults open the breaker,
-// and half-open admits one trial until its stream has ended.
-//
-// Each call that opens costs one goroutine, which holds the execution until
-// the stream ends; a call whose events are never ranged holds it until the
-// call's context is done, so the context passed to Open must end (the
+// Middleware is the breaker as go-kit endpoint middleware, with one breaker
+// request spanning the whole call, its stream included: gobreaker's
+// two-step breaker admits the call (Allow) in the caller's goroutine, the
+// call is handed back as soon as the upstream answers, and the outcome is
+// counted when the call's events end. It counts as a failure when the
+// stream ended by an upstream fault (an error mid-stream: cut, garbage,
+// idle timeout; an upstream error event, that is a failed final whose
+// error is Retryable; no final at all), and as a success when it ended
+// with a final (even a failed one that is the client's fault), when the
+// consumer stopped ranging, or when the call's context ended first (the
+// client went away, the run was aborted or timed out). So consecutive
+// mid-stream faults open the breaker, and half-open admits one trial until
+// its stream has ended. A call whose events are never ranged is counted
+// when its context is done, so the context passed to Open must end (the
 // engine's run context does when the run ends).
 func (b *Breaker) Middleware() endpoint.Middleware {
 	return func(next endpoint.Endpoint) endpoint.Endpoint {
-		ep := circuitbreaker.Gobreaker(b.cb)(func(ctx context.Context, req any) (any, error) {
-			return nil, req.(*execution).run(ctx, next)
-		})
-		return func(ctx context.Context, req any) (any, error) {
-			if err := b.Admit(); err != nil { // no goroutine for a call refused at once
-				return nil, err
-			}
-			x := &execution{req: req, ch: make(chan error)}
-			go func() {
-				defer func() {
-					if p := recover(); p != nil { // Open panicked: the caller's to see, as without the goroutine
-						x.panicked = p
-						x.ch <- errPanicked
-					}
-				}()
-				_, err := ep(ctx, x)
-				switch {
-				case !x.handed:
-					x.ch <- err
-				case x.counted:
-					x.ch <- nil // the breaker has counted the outcome it was sent
-				}
-			}()
-			if err := <-x.ch; err != nil {
-				if err == errPanicked {
-					panic(x.panicked)
-				}
+		return func(ctx context.Context, req any) (resp any, err error) {
+			done, err := b.cb.Allow()
+			if err != nil {
 				if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 					return nil, b.openError()
 				}
 				return nil, err
 			}
-			return x.resp, nil
+			x := &execution{done: done}
+			defer func() {
+				if p := recover(); p != nil {
+					x.count(false) // as gobreaker's Execute counts a panic
+					panic(p)
+				}
+			}()
+			resp, err = next(ctx, req)
+			if err != nil {
+				x.count(succeeded(err))
+				return nil, err
+			}
+			call, ok := resp.(*bridge.Call)
+			if !ok || call == nil || call.Events == nil {
+				x.count(true)
+				return resp, nil
+			}
+			// Never ranged, or ranged after the context ended: the
+			// client's doing, a success.
+			x.stop = context.AfterFunc(ctx, func() { x.count(true) })
+			// In place, not a copy: a call may add to its Dropped while it streams.
+			call.Events = x.watch(ctx, call.Events)
+			return call, nil
 		}
 	}
 }
@@ -177,58 +179,32 @@ type breakerErr struct{ err *bridge.Error }
 func (e breakerErr) Error() string   { return e.err.Error() }
 func (e breakerErr) Unwrap() []error { return []error{e.err, ErrBreakerOpen} }
 
-// execution is one call through the breaker. Its goroutine (inside
-// gobreaker's Execute) opens the call and hands it over on ch (unbuffered,
-// so the handover is received before the goroutine waits on ch again), then
-// waits on ch for the stream's outcome, or for the call's context to end;
-// an outcome it received it acknowledges on ch once gobreaker has counted it.
+// execution is one call the breaker admitted: its outcome is counted once,
+// by whichever comes first of the stream's end and the context's.
 type execution struct {
-	req     any
-	ch      chan error
-	handed  bool // set by the goroutine: the call went over ch
-	counted bool // set by the goroutine: the outcome came over ch
-	resp    any  // the call handed over, read after the receive
-	sent    bool // set by the ranging goroutine: the outcome went over ch
-	// panicked is what Open panicked with (before the handover).
-	panicked any
+	done    func(success bool)
+	counted atomic.Bool
+	stop    func() bool // stops the context's count
 }
 
-var errPanicked = errors.New("upstream open panicked")
-
-func (x *execution) run(ctx context.Context, next endpoint.Endpoint) error {
-	resp, err := next(ctx, x.req)
-	if err != nil {
-		return err
-	}
-	x.handed = true
-	call, ok := resp.(*bridge.Call)
-	if !ok || call == nil || call.Events == nil {
-		x.resp = resp
-		x.ch <- nil
-		return nil
-	}
-	// In place, not a copy: a call may add to its Dropped while it streams.
-	call.Events = x.watch(ctx, call.Events)
-	x.resp = call
-	x.ch <- nil
-	select {
-	case err := <-x.ch:
-		x.counted = true
-		return err
-	case <-ctx.Done():
-		return nil // never ranged, or the outcome lost to the context: the client's doing
+func (x *execution) count(success bool) {
+	if x.counted.CompareAndSwap(false, true) {
+		x.done(success)
 	}
 }
 
 // errNoFinal is the outcome of a stream that ended without a final event.
 var errNoFinal = bridge.Errorf(bridge.CodeUpstream, "upstream stream ended without a final event")
 
-// watch passes events through and sends their outcome over x.ch once the
-// range ends, however it ends.
+// watch passes events through and counts their outcome once the range
+// ends, however it ends; the next call sees the breaker's new state.
 func (x *execution) watch(ctx context.Context, events bridge.Stream) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		var outcome error = errNoFinal
-		defer func() { x.end(ctx, outcome) }()
+		defer func() {
+			x.stop()
+			x.count(ctx.Err() != nil || succeeded(outcome))
+		}()
 		for ev, err := range events {
 			if err != nil {
 				outcome = streamFault(err)
@@ -250,23 +226,8 @@ func (x *execution) watch(ctx context.Context, events bridge.Stream) bridge.Stre
 	}
 }
 
-func (x *execution) end(ctx context.Context, outcome error) {
-	if x.sent {
-		return
-	}
-	x.sent = true
-	if ctx.Err() != nil {
-		outcome = nil
-	}
-	select {
-	case x.ch <- outcome:
-		<-x.ch // once counted: the next call sees the breaker's new state
-	case <-ctx.Done():
-	}
-}
-
 // streamFault is the breaker's view of an error that ended a stream: a
-// bridge error as it is (IsSuccessful judges it), anything else (a read
+// bridge error as it is (succeeded judges it), anything else (a read
 // error of a cut connection) an upstream fault.
 func streamFault(err error) error {
 	if errors.As(err, new(*bridge.Error)) {
