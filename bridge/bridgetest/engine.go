@@ -2,23 +2,18 @@ package bridgetest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
-	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
-// NewEngine returns an engine over a real SQLite file in t's temporary
-// directory, routing every model to up, and its store; both are closed
-// when t ends (an error closing the engine fails t).
-func NewEngine(t testing.TB, up bridge.Upstream) (*bridge.Engine, *sqlite.Store) {
+// NewEngine returns an engine over store (storage/memory's for a test that
+// has no use for a file, storage/sqlite's for one that does), routing
+// every model to up; both are closed when t ends (an error closing the
+// engine fails t).
+func NewEngine(t testing.TB, store bridge.Store, up bridge.Upstream) *bridge.Engine {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		store.Close()
@@ -32,7 +27,7 @@ func NewEngine(t testing.TB, up bridge.Upstream) (*bridge.Engine, *sqlite.Store)
 		}
 		store.Close()
 	})
-	return e, store
+	return e
 }
 
 // Drain reads run's events after its last seq when it was started, to the

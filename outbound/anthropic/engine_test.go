@@ -11,6 +11,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // upstreamMessages is the messages array an upstream request carried.
@@ -43,7 +44,7 @@ func TestSignatureThroughTranscript(t *testing.T) {
 		return anthropictest.Reply{Events: ev.List()}
 	})
 	t.Cleanup(srv.Close)
-	e, _ := bridgetest.NewEngine(t, outanthropic.New(outanthropic.Config{BaseURL: srv.URL}))
+	e := bridgetest.NewEngine(t, memory.New(nil), outanthropic.New(outanthropic.Config{BaseURL: srv.URL}))
 
 	user := bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("Weather in Paris?")}, StringContent: true}
 	run, err := e.Start(t.Context(), &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Messages: []bridge.Message{user}})
@@ -101,7 +102,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outanthropic.New(outanthropic.Config{BaseURL: srv.URL})
-	e, _ := bridgetest.NewEngine(t, c)
+	e := bridgetest.NewEngine(t, memory.New(nil), c)
 	const odd = "fc:call.1/x"
 	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
 		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},

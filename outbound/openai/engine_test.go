@@ -9,6 +9,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	outopenai "github.com/bridge-dev/bridge/outbound/openai"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 func TestMintToolCallID(t *testing.T) {
@@ -41,7 +42,8 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outopenai.New(outopenai.Config{BaseURL: srv.BaseURL()})
-	e, store := bridgetest.NewEngine(t, c)
+	store := memory.New(nil)
+	e := bridgetest.NewEngine(t, store, c)
 	const long = "fc_0f0e50a1476a6c35006912c58dc9f8819192c25864eb16f07f"
 	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
 		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},

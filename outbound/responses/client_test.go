@@ -15,6 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/outbound"
 	outresponses "github.com/bridge-dev/bridge/outbound/responses"
 	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
+	"github.com/bridge-dev/bridge/storage/memory"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -266,7 +267,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	c := outresponses.New(outresponses.Config{Name: "up", BaseURL: srv.BaseURL()})
-	e, _ := bridgetest.NewEngine(t, c)
+	e := bridgetest.NewEngine(t, memory.New(nil), c)
 	long := "codex_mcp__hermes-tools__kanban_complete_exec-" + strings.Repeat("0", 36)
 	const short = "call_abc"
 	req := userRequest("", "q")
