@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -287,57 +288,128 @@ func (h *Handler) method(ctx context.Context, c *call, batch bool) ([]byte, erro
 	return nil, wire.ErrMethodNotFound(c.req.Method)
 }
 
-// start starts a run for a send's message, or steers the running task the
-// message names. A message naming a finished task starts a new run in that
-// task's context.
-func (h *Handler) start(ctx context.Context, p *wire.SendParams) (run *bridge.Run, steered bool, err error) {
+// start starts a run for a send's message, steers the running task the
+// message names, or continues the task that waits for the client's tool
+// results the message carries (function_response data parts). A message
+// naming a task that has ended is refused (the spec's
+// UnsupportedOperationError); one naming a task that waits for input
+// without answering its calls starts a new run in that task's context.
+func (h *Handler) start(ctx context.Context, p *wire.SendParams) (run *bridge.Run, kind startKind, err error) {
 	if p.Push {
-		return nil, false, wire.ErrPushNotSupported()
+		return nil, 0, wire.ErrPushNotSupported()
 	}
 	if len(p.AcceptedOutputModes) > 0 && !acceptsOurOutput(p.AcceptedOutputModes) {
-		return nil, false, wire.ErrContentType("none of acceptedOutputModes " + strings.Join(p.AcceptedOutputModes, ", ") +
+		return nil, 0, wire.ErrContentType("none of acceptedOutputModes " + strings.Join(p.AcceptedOutputModes, ", ") +
 			" is an output mode of this agent (text/plain, application/json)")
 	}
 	m := p.Message
 	if m.Role != a2asdk.MessageRoleUser {
-		return nil, false, wire.ErrInvalidParams("params.message.role: a client's message has role user")
+		return nil, 0, wire.ErrInvalidParams("params.message.role: a client's message has role user")
 	}
-	msg, dropped := wire.HubMessage(m)
 	session := m.ContextID
+	var results []bridge.Message
 	if m.TaskID != "" {
 		prev, err := h.cfg.Engine.Run(ctx, string(m.TaskID))
 		if err != nil {
 			if bridge.ErrorCode(err) == bridge.CodeNotFound {
-				return nil, false, wire.ErrTaskNotFound(string(m.TaskID))
+				return nil, 0, wire.ErrTaskNotFound(string(m.TaskID))
 			}
-			return nil, false, err
+			return nil, 0, err
 		}
 		if session != "" && session != prev.SessionID {
-			return nil, false, wire.ErrInvalidParams("params.message.contextId " + strconv.Quote(session) +
+			return nil, 0, wire.ErrInvalidParams("params.message.contextId " + strconv.Quote(session) +
 				" is not the context of task " + prev.ID)
 		}
 		session = prev.SessionID
-		if prev.Status == bridge.StatusRunning {
+		switch prev.Status {
+		case bridge.StatusRunning:
+			msg, _ := wire.HubMessage(m)
 			err := h.cfg.Engine.Steer(ctx, prev.ID, msg)
 			if err == nil {
 				run, err := h.cfg.Engine.Run(ctx, prev.ID)
-				return run, true, err
+				return run, startSteered, err
 			}
 			if bridge.ErrorCode(err) != bridge.CodeConflict {
-				return nil, false, err
+				return nil, 0, err
 			}
-			// The run decided its outcome meanwhile: a new run takes it.
+			return nil, 0, wire.ErrUnsupportedOperation("Task " + prev.ID + " took no more input: it has ended")
+		case bridge.StatusInputRequired:
+			var rest *a2asdk.Message
+			if results, rest = wire.HubToolResults(m); len(results) > 0 {
+				if err := h.answers(ctx, prev.ID, results); err != nil {
+					return nil, 0, err
+				}
+				if rest != nil {
+					return nil, 0, wire.ErrInvalidParams("params.message: a message that answers task " + prev.ID +
+						"'s function calls carries only function_response parts")
+				}
+			}
+		default:
+			return nil, 0, wire.ErrUnsupportedOperation("Task " + prev.ID + " is in a terminal state (" + stateOf(prev.Status) +
+				") and takes no more messages: send the message without taskId to start a new task in its context")
 		}
+	}
+	msgs, dropped := results, []string(nil)
+	if len(results) == 0 {
+		msg, d := wire.HubMessage(m)
+		msgs, dropped = []bridge.Message{msg}, d
 	}
 	req := &bridge.Request{
 		Inbound: wire.Dialect, Model: h.cfg.Model, SessionID: session, ClientRunID: m.ID,
-		Detached: true, Stream: true, Messages: []bridge.Message{msg}, Dropped: dropped,
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped,
 	}
 	run, err = h.cfg.Engine.Start(ctx, req)
 	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && session != "" {
-		return nil, false, wire.ErrInvalidParams("params.message.contextId: context " + strconv.Quote(session) + " not found")
+		return nil, 0, wire.ErrInvalidParams("params.message.contextId: context " + strconv.Quote(session) + " not found")
 	}
-	return run, false, err
+	if err == nil && len(results) > 0 {
+		kind = startContinued
+	}
+	return run, kind, err
+}
+
+// startKind says what a message did to its task.
+type startKind uint8
+
+const (
+	startNew       startKind = iota
+	startSteered             // joined the running task
+	startContinued           // gave the waiting task its tool results
+)
+
+// answers checks that results answer exactly the calls task waits on (the
+// tool calls of its last assistant message), so they continue it.
+func (h *Handler) answers(ctx context.Context, task string, results []bridge.Message) error {
+	msgs, err := h.cfg.Engine.RunMessages(ctx, task)
+	if err != nil {
+		return taskErr(task, err)
+	}
+	want := map[string]bool{}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == bridge.RoleAssistant {
+			for _, c := range msgs[i].ToolCalls {
+				want[c.ID] = true
+			}
+			break
+		}
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, strconv.Quote(id))
+	}
+	sort.Strings(ids)
+	if len(results) != len(want) {
+		return wire.ErrInvalidParams("params.message: task " + task + " waits for the results of its calls " +
+			strings.Join(ids, ", ") + ", one function_response each")
+	}
+	for _, r := range results {
+		if !want[r.ToolCallID] {
+			return wire.ErrInvalidParams("params.message: function_response id " + strconv.Quote(r.ToolCallID) +
+				" answers no call task " + task + " waits on (" + strings.Join(ids, ", ") + ")")
+		}
+		delete(want, r.ToolCallID)
+	}
+	return nil
 }
 
 // acceptsOurOutput reports whether a client's accepted output modes
@@ -359,10 +431,11 @@ func (h *Handler) send(ctx context.Context, c *call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, steered, err := h.start(ctx, p)
+	run, kind, err := h.start(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	steered := kind == startSteered
 	tb, err := h.fold(ctx, run.ID, !steered && p.Blocking)
 	if err != nil {
 		return nil, err
@@ -542,14 +615,17 @@ func (h *Handler) stream(w http.ResponseWriter, c *call) {
 			fail(err)
 			return
 		}
-		run, steered, err := h.start(ctx, p)
+		run, kind, err := h.start(ctx, p)
 		if err != nil {
 			fail(err)
 			return
 		}
 		runID = run.ID
-		if steered {
+		switch kind {
+		case startSteered:
 			after, snapshot = run.LastSeq, true
+		case startContinued:
+			after = run.LastSeq // the task as it stood was sent; what follows is new
 		}
 	case wire.OpSubscribe:
 		p, err := wire.DecodeTaskParams(c.req.Params)

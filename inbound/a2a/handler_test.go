@@ -421,13 +421,19 @@ func TestSteer(t *testing.T) {
 		t.Errorf("run %s", run.Status)
 	}
 
-	// A message naming the finished task: a new task in the same context.
+	// A message naming the finished task is refused; without taskId it
+	// starts a new task in the same context.
 	_, body = s.post(t, `{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"message":{"messageId":"u3","role":"user","taskId":"`+
 		task.ID+`","parts":[{"kind":"text","text":"next"}]},"configuration":{"blocking":false}}}`)
+	if r := decodeResponse(t, body); r.Error == nil || r.Error.Code != -32004 {
+		t.Errorf("a message to a finished task: %s (want error -32004)", body)
+	}
+	_, body = s.post(t, `{"jsonrpc":"2.0","id":4,"method":"message/send","params":{"message":{"messageId":"u4","role":"user","contextId":"`+
+		task.ContextID+`","parts":[{"kind":"text","text":"next"}]},"configuration":{"blocking":false}}}`)
 	var next struct{ ID, ContextID string }
 	_ = json.Unmarshal(decodeResponse(t, body).Result, &next)
 	if next.ID == "" || next.ID == task.ID || next.ContextID != task.ContextID {
-		t.Errorf("a message to a finished task: %s", body)
+		t.Errorf("a message in the finished task's context: %s", body)
 	}
 }
 

@@ -49,7 +49,14 @@ type StreamDecoder struct {
 	final      bool
 	unfinished bool
 	calls      int
-	id         string // the SSE id of the frame being decoded
+	// held are the agent's function calls not answered yet, in order: an
+	// agent's own call is emitted (SourceAgent) when its
+	// function_response comes; calls still unanswered when the task
+	// stops input-required are the client's to answer (SourceModel).
+	held    []bridge.ToolCall
+	clients map[string]bool   // ids of calls emitted as the client's
+	asked   []bridge.ToolCall // the calls emitted as the client's, in order
+	id      string            // the SSE id of the frame being decoded
 	// skip is answer text a resumed decoder's predecessor emitted, not yet
 	// attributed to an artifact: a Task snapshot does not repeat it.
 	skip int
@@ -82,9 +89,7 @@ func (d *StreamDecoder) Resume(taskID, contextID string, prev []bridge.Event) {
 			d.started = true
 			d.answer.WriteString(ev.Text)
 		case bridge.KindToolCallStarted:
-			if ev.Source == bridge.SourceAgent {
-				d.calls++
-			}
+			d.calls++
 		}
 	}
 	d.skip = d.answer.Len()
@@ -109,6 +114,10 @@ func (d *StreamDecoder) Done() bool { return d.final }
 // while the task had no outcome yet: the caller resubscribes.
 func (d *StreamDecoder) Unfinished() bool { return d.unfinished && !d.final }
 
+// Asked returns the tool calls the task asked the client to answer
+// (emitted with SourceModel), in order.
+func (d *StreamDecoder) Asked() []bridge.ToolCall { return d.asked }
+
 // Answer is the answer text emitted so far.
 func (d *StreamDecoder) Answer() string { return d.answer.String() }
 
@@ -129,6 +138,7 @@ type (
 		MessageID string          `json:"messageId"`
 		Role      string          `json:"role"`
 		Parts     []wirePart      `json:"parts"`
+		History   []wireMessage   `json:"history"`
 	}
 	wireStatus struct {
 		State   string       `json:"state"`
@@ -206,6 +216,7 @@ func (d *StreamDecoder) Result(result []byte, out []bridge.Event) ([]bridge.Even
 		d.ids(ev.TaskID, ev.ContextID)
 		out = d.start(out)
 		out = d.message(&wireMessage{Parts: ev.Parts, Role: ev.Role}, true, out)
+		out = d.release(out)
 		return d.finish(out, &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}, ev.Metadata), nil
 	case "status-update":
 		d.ids(ev.TaskID, ev.ContextID)
@@ -311,7 +322,7 @@ func (d *StreamDecoder) task(ev *wireEvent, out []bridge.Event) []bridge.Event {
 		}
 	}
 	if terminal {
-		return d.outcome(ev.Status, nil, out)
+		return d.outcome(ev.Status, nil, ev.History, out)
 	}
 	return out
 }
@@ -335,7 +346,7 @@ func (d *StreamDecoder) status(ev *wireEvent, out []bridge.Event) []bridge.Event
 	st := ParseState(ev.Status.State)
 	switch {
 	case st.Terminal() || st == "input-required" || st == "auth-required":
-		return d.outcome(ev.Status, ev.Metadata, out)
+		return d.outcome(ev.Status, ev.Metadata, nil, out)
 	case ev.Final:
 		d.unfinished = true // final alone is not an outcome
 	}
@@ -372,41 +383,145 @@ func (d *StreamDecoder) message(m *wireMessage, answer bool, out []bridge.Event)
 }
 
 // data decodes a data part: ADK's function_call and function_response, or
-// plain data (an artifact).
+// plain data (an artifact). A function call is held until its response
+// comes (the agent ran its own tool) or the task stops for input (the
+// call is the client's): see outcome.
 func (d *StreamDecoder) data(p *wirePart, out []bridge.Event) []bridge.Event {
 	t, _ := p.Metadata[metaADKType].(string)
-	var fc struct {
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Args     json.RawMessage `json:"args"`
-		Response json.RawMessage `json:"response"`
-	}
-	_ = json.Unmarshal(p.Data, &fc)
 	switch t {
 	case adkFunctionCall:
-		args := string(compact(fc.Args))
-		if len(fc.Args) == 0 {
-			args = "{}"
-		} else if wire.Kind(fc.Args) == '"' {
-			var s string
-			_ = json.Unmarshal(fc.Args, &s)
-			args = s
+		if tc, ok := decodeCall(p.Data); ok && !d.isHeld(tc.ID) && !d.clients[tc.ID] {
+			d.held = append(d.held, tc)
 		}
-		tc := bridge.ToolCall{ID: fc.ID, Name: fc.Name, Index: d.calls}
-		d.calls++
-		out = d.emit(out, bridge.Event{Kind: bridge.KindToolCallStarted, Source: bridge.SourceAgent, Index: tc.Index, ToolCall: &bridge.ToolCall{ID: tc.ID, Name: tc.Name, Index: tc.Index}})
-		tc.Arguments = args
-		return d.emit(out, bridge.Event{Kind: bridge.KindToolCallDone, Source: bridge.SourceAgent, Index: tc.Index, ToolCall: &tc})
+		return out
 	case adkFunctionResp:
-		resp := fc.Response
+		var fr struct {
+			ID       string          `json:"id"`
+			Name     string          `json:"name"`
+			Response json.RawMessage `json:"response"`
+		}
+		_ = json.Unmarshal(p.Data, &fr)
+		for i, tc := range d.held {
+			if tc.ID == fr.ID {
+				d.held = append(d.held[:i:i], d.held[i+1:]...)
+				out = d.call(out, tc, bridge.SourceAgent)
+				break
+			}
+		}
+		resp := fr.Response
 		if len(resp) == 0 {
 			resp = json.RawMessage("{}")
 		}
 		return d.emit(out, bridge.Event{Kind: bridge.KindToolResult, Source: bridge.SourceAgent, ToolResult: &bridge.ToolResult{
-			CallID: fc.ID, Name: fc.Name, Content: []bridge.Part{{Type: bridge.PartData, JSON: compact(resp)}}}})
+			CallID: fr.ID, Name: fr.Name, Content: []bridge.Part{{Type: bridge.PartData, JSON: compact(resp)}}}})
 	}
 	return d.emit(out, bridge.Event{Kind: bridge.KindArtifact, Source: bridge.SourceAgent,
 		Artifact: &bridge.Artifact{Parts: []bridge.Part{{Type: bridge.PartData, JSON: compact(p.Data)}}, LastChunk: true}})
+}
+
+// decodeCall reads an ADK function_call data part's call.
+func decodeCall(data json.RawMessage) (bridge.ToolCall, bool) {
+	var fc struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	}
+	if json.Unmarshal(data, &fc) != nil || fc.Name == "" {
+		return bridge.ToolCall{}, false
+	}
+	args := string(compact(fc.Args))
+	if len(fc.Args) == 0 || wire.IsNull(fc.Args) {
+		args = "{}"
+	} else if wire.Kind(fc.Args) == '"' {
+		var s string
+		_ = json.Unmarshal(fc.Args, &s)
+		args = s
+	}
+	return bridge.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args}, true
+}
+
+func (d *StreamDecoder) isHeld(id string) bool {
+	for _, tc := range d.held {
+		if tc.ID == id && id != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// call emits one complete tool call, the agent's own or the client's.
+func (d *StreamDecoder) call(out []bridge.Event, tc bridge.ToolCall, src bridge.Source) []bridge.Event {
+	tc.Index = d.calls
+	d.calls++
+	if src == bridge.SourceModel {
+		if d.clients == nil {
+			d.clients = map[string]bool{}
+		}
+		d.clients[tc.ID] = true
+		d.asked = append(d.asked, tc)
+	}
+	out = d.emit(out, bridge.Event{Kind: bridge.KindToolCallStarted, Source: src, Index: tc.Index,
+		ToolCall: &bridge.ToolCall{ID: tc.ID, Name: tc.Name, Index: tc.Index}})
+	return d.emit(out, bridge.Event{Kind: bridge.KindToolCallDone, Source: src, Index: tc.Index, ToolCall: &tc})
+}
+
+// release emits the held calls as the agent's own: the task ended
+// without asking the client for them.
+func (d *StreamDecoder) release(out []bridge.Event) []bridge.Event {
+	for _, tc := range d.held {
+		out = d.call(out, tc, bridge.SourceAgent)
+	}
+	d.held = nil
+	return out
+}
+
+// clientCalls takes the calls a task that stopped for input asks the
+// client to answer: the held calls, the function calls of its status
+// message (where an agent puts the call it waits on) and, for a Task,
+// the calls of its history that no function_response answers.
+func (d *StreamDecoder) clientCalls(status *wireMessage, history []wireMessage) []bridge.ToolCall {
+	calls := d.held
+	d.held = nil
+	add := func(m *wireMessage, answered map[string]bool) {
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			if t, _ := p.Metadata[metaADKType].(string); t != adkFunctionCall || len(p.Data) == 0 {
+				continue
+			}
+			tc, ok := decodeCall(p.Data)
+			if !ok || answered[tc.ID] || d.clients[tc.ID] {
+				continue
+			}
+			dup := false
+			for _, c := range calls {
+				dup = dup || (c.ID == tc.ID && tc.ID != "")
+			}
+			if !dup {
+				calls = append(calls, tc)
+			}
+		}
+	}
+	answered := map[string]bool{}
+	for i := range history {
+		for _, p := range history[i].Parts {
+			if t, _ := p.Metadata[metaADKType].(string); t == adkFunctionResp {
+				var fr struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(p.Data, &fr)
+				answered[fr.ID] = true
+			}
+		}
+	}
+	for i := range history {
+		if history[i].Role != "user" && history[i].Role != "ROLE_USER" {
+			add(&history[i], answered)
+		}
+	}
+	if status != nil {
+		add(status, nil)
+	}
+	return calls
 }
 
 func filePart(p *wirePart) (bridge.Part, bool) {
@@ -475,14 +590,29 @@ func (d *StreamDecoder) artifact(a *wireArtifact, appendChunk, last bool, out []
 	return d.fileParts(out, a)
 }
 
-// outcome decodes a state with an outcome into the run's final.
-func (d *StreamDecoder) outcome(s *wireStatus, meta json.RawMessage, out []bridge.Event) []bridge.Event {
+// outcome decodes a state with an outcome into the run's final. A task
+// that stops input-required with function calls no response answers asks
+// the client for their results: they are the client's tool calls, and the
+// run waits for them (input_required, stop reason tool_use). history is a
+// Task's, nil for a status-update.
+func (d *StreamDecoder) outcome(s *wireStatus, meta json.RawMessage, history []wireMessage, out []bridge.Event) []bridge.Event {
 	st := ParseState(s.State)
 	var msg string
 	if s.Message != nil {
 		msg = partsText(s.Message.Parts)
 	}
 	f := &bridge.Final{}
+	if st == "input-required" {
+		if calls := d.clientCalls(s.Message, history); len(calls) > 0 {
+			out = d.text(out, msg)
+			for _, tc := range calls {
+				out = d.call(out, tc, bridge.SourceModel)
+			}
+			f.Status, f.StopReason = bridge.StatusInputRequired, bridge.StopToolUse
+			return d.finish(out, f, meta)
+		}
+	}
+	out = d.release(out)
 	switch st {
 	case "completed":
 		f.Status, f.StopReason = bridge.StatusCompleted, bridge.StopEndTurn

@@ -40,6 +40,61 @@ func HubMessage(m *a2asdk.Message) (bridge.Message, []string) {
 	return out, dropped
 }
 
+// HubToolResults takes the function_response data parts (ADK's adk_type
+// convention, the shape the bridge's own tasks carry their tool results
+// in) out of a client's message (wire -> hub): each is a tool message
+// answering one call. rest is the message without them, nil when nothing
+// else is left.
+func HubToolResults(m *a2asdk.Message) (results []bridge.Message, rest *a2asdk.Message) {
+	var kept a2asdk.ContentParts
+	for _, p := range m.Parts {
+		var dp a2asdk.DataPart
+		switch t := p.(type) {
+		case a2asdk.DataPart:
+			dp = t
+		case *a2asdk.DataPart:
+			dp = *t
+		default:
+			kept = append(kept, p)
+			continue
+		}
+		if kind, _ := dp.Metadata[metaADKType].(string); kind != adkFunctionResp {
+			kept = append(kept, p)
+			continue
+		}
+		id, _ := dp.Data["id"].(string)
+		name, _ := dp.Data["name"].(string)
+		isErr, _ := dp.Data["is_error"].(bool)
+		results = append(results, bridge.Message{Role: bridge.RoleTool, ToolCallID: id, Name: name,
+			IsError: isErr, Parts: []bridge.Part{resultPart(dp.Data["response"])}})
+	}
+	if len(results) == 0 {
+		return nil, m
+	}
+	if len(kept) == 0 {
+		return results, nil
+	}
+	r := *m
+	r.Parts = kept
+	return results, &r
+}
+
+// resultPart is the content of a function_response's response: the text
+// of {"result": "<text>"} (the form resultValue gives text), else the
+// JSON value.
+func resultPart(v any) bridge.Part {
+	if o, ok := v.(map[string]any); ok && len(o) == 1 {
+		if s, ok := o["result"].(string); ok {
+			return bridge.TextPart(s)
+		}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil || v == nil {
+		raw = []byte("{}")
+	}
+	return bridge.Part{Type: bridge.PartData, JSON: raw}
+}
+
 // HubPart converts one part.
 func HubPart(p a2asdk.Part) bridge.Part {
 	switch t := p.(type) {

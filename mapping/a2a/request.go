@@ -3,6 +3,7 @@ package a2a
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
@@ -15,12 +16,16 @@ import (
 var outputModes = []string{"text/plain", "application/json"}
 
 // EncodeSend renders a message/send or message/stream request (hub ->
-// wire) with JSON-RPC id id, in version v's method names and shapes.
-func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message) []byte {
+// wire) with JSON-RPC id id, in version v's method names and shapes. The
+// agent is asked to answer when the task ends (blocking), or, for a
+// message/send with wait false, at once (0.3's blocking false, 1.0's
+// returnImmediately).
+func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message, wait ...bool) []byte {
 	op := OpSend
 	if stream {
 		op = OpStream
 	}
+	block := len(wait) == 0 || wait[0]
 	b := append(make([]byte, 0, 512), `{"jsonrpc":"2.0","id":`...)
 	b = wire.AppendString(b, id)
 	b = append(b, `,"method":`...)
@@ -28,8 +33,12 @@ func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message) []byte {
 	b = append(b, `,"params":{"message":`...)
 	b = AppendMessage(b, m, v)
 	b = append(b, `,"configuration":{"acceptedOutputModes":["text/plain","application/json"]`...)
-	if v == V03 {
-		b = append(b, `,"blocking":true`...)
+	switch {
+	case v == V03:
+		b = append(b, `,"blocking":`...)
+		b = strconv.AppendBool(b, block)
+	case !block:
+		b = append(b, `,"returnImmediately":true`...)
 	}
 	return append(b, "}}}"...)
 }

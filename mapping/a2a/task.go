@@ -139,7 +139,12 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 		b.lastSeq = ev.Seq
 	}
 	if b.final && ev.Kind != bridge.KindFinal {
-		return frame{}
+		if b.state != a2asdk.TaskStateInputRequired {
+			return frame{}
+		}
+		// The run went on with the client's input (its tool results): the
+		// task works again.
+		b.final, b.working, b.status = false, false, nil
 	}
 	switch ev.Kind {
 	case bridge.KindRunStarted:

@@ -187,11 +187,29 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
 	}
 	var (
-		contextID string
-		inline    []bridge.Message
-		dropped   []string
+		contextID, taskID string
+		inline            []bridge.Message
+		dropped           []string
 	)
-	if key := wire.TranscriptKey(prefix); key != "" {
+	run := bridge.RunIDFromContext(ctx)
+	if results(input) && c.cfg.IDs != nil {
+		// The client's tool results for the calls a task asked for
+		// (input-required) continue that task: the run's (a continued
+		// run), else the one the transcript leads to (a client that
+		// named no session).
+		if run != "" {
+			taskID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, run)
+		}
+		if taskID != "" && req.SessionID != "" {
+			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, req.SessionID)
+		}
+		if key := wire.TranscriptKey(prefix); taskID == "" && key != "" {
+			if taskID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, keyPrefix+key); taskID != "" {
+				contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
+			}
+		}
+	}
+	if key := wire.TranscriptKey(prefix); key != "" && taskID == "" {
 		if c.cfg.IDs != nil {
 			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
 		}
@@ -204,14 +222,26 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		dropped = append(dropped, "tools")
 	}
 	msg, d := wire.OutboundMessage(input, inline, contextID)
+	msg.TaskID = a2asdk.TaskID(taskID)
 	dropped = append(dropped, d...)
 
-	call := &call{c: c, card: card, ctx: ctx, run: bridge.RunIDFromContext(ctx), session: req.SessionID,
+	call := &call{c: c, card: card, ctx: ctx, run: run, session: req.SessionID,
 		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile)}
 	if err := call.send(msg); err != nil {
 		return nil, err
 	}
-	return &bridge.Call{Events: call.events, Dropped: dropped, Cancel: call.cancel}, nil
+	return &bridge.Call{Events: call.events, Dropped: dropped, Cancel: call.cancel, Steer: call.steer}, nil
+}
+
+// results reports whether input is only tool results (a client answering
+// the calls the agent asked for).
+func results(input []bridge.Message) bool {
+	for i := range input {
+		if input[i].Role != bridge.RoleTool {
+			return false
+		}
+	}
+	return len(input) > 0
 }
 
 var _ bridge.Resumer = (*Client)(nil)
@@ -259,7 +289,7 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 		k.close()
 		return nil, err
 	}
-	out := &bridge.Call{Events: k.events, Cancel: k.cancel}
+	out := &bridge.Call{Events: k.events, Cancel: k.cancel, Steer: k.steer}
 	// An agent that neither replays after Last-Event-ID nor begins with a
 	// Task snapshot (a2a-go's server) lost what it streamed while the
 	// bridge was down: the task's artifacts, read at the end, say so.
@@ -541,9 +571,18 @@ func (k *call) finalize(ev *bridge.Event) {
 		k.out.Dropped = append(k.out.Dropped, droppedResumeGap)
 	}
 	if (f.Status == bridge.StatusCompleted || f.Status == bridge.StatusInputRequired) && k.dec.ContextID != "" && len(k.transcript) > 0 {
-		next := append(append([]bridge.Message(nil), k.transcript...),
-			bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.dec.Answer())}})
+		answer := bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.dec.Answer())}}
+		next := append(append([]bridge.Message(nil), k.transcript...), answer)
 		k.put(bridge.IDSession, keyPrefix+wire.TranscriptKey(next), k.dec.ContextID)
+		if asked := k.dec.Asked(); f.Status == bridge.StatusInputRequired && len(asked) > 0 {
+			// The transcript a client that answers the calls resends
+			// leads to the task that waits for them.
+			answer.ToolCalls = asked
+			next[len(next)-1] = answer
+			key := keyPrefix + wire.TranscriptKey(next)
+			k.put(bridge.IDSession, key, k.dec.ContextID)
+			k.put(bridge.IDRun, key, k.dec.TaskID)
+		}
 	}
 }
 
@@ -598,4 +637,45 @@ func (k *call) cancel(ctx context.Context) error {
 		return wire.DecodeError(resp.StatusCode, b)
 	}
 	return nil
+}
+
+// steer is the call's own steer: the user's message sent to the working
+// task (message/send with its taskId, not blocking), which an agent that
+// accepts more input for a task in progress (a bridge does) takes into
+// the same turn. An agent that refuses it (the task ended, or it takes no
+// input while working) answers an error: CodeConflict, the steer is
+// reported back to the client.
+func (k *call) steer(ctx context.Context, m bridge.Message) error {
+	id, _ := k.taskID.Load().(string)
+	if id == "" {
+		return bridge.Errorf(bridge.CodeConflict, "upstream %s has not named the run's task yet", k.c.cfg.Name)
+	}
+	msg, _ := wire.OutboundMessage([]bridge.Message{m}, nil, k.dec.ContextID)
+	msg.TaskID = a2asdk.TaskID(id)
+	body := wire.EncodeSend(a2asdk.NewMessageID(), false, k.card.Version, msg, false)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	if err != nil {
+		return bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if k.card.Version == wire.V10 {
+		req.Header.Set(wire.VersionHeader, "1.0")
+	}
+	k.c.auth(req)
+	resp, err := k.c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return outbound.DoError(ctx, k.c.cfg.Name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &env) == nil && (len(env.Error) == 0 || string(env.Error) == "null") {
+		return nil
+	}
+	e := wire.DecodeError(resp.StatusCode, b)
+	return &bridge.Error{Code: bridge.CodeConflict, Message: "upstream " + k.c.cfg.Name + " did not take the steer: " + e.Message,
+		Dialect: e.Dialect, UpstreamCode: e.UpstreamCode}
 }

@@ -43,6 +43,10 @@ type Reply struct {
 	// message.
 	State   a2asdk.TaskState
 	Message string
+	// Asks, when set, is a function_call the agent wants the client to
+	// answer: the task stops input-required with it in the status
+	// message (an ADK executor's long-running call).
+	Asks map[string]any
 }
 
 // Received is one message the agent was sent.
@@ -199,6 +203,10 @@ func (s *Server) Execute(ctx context.Context, rc *a2asrv.RequestContext, q event
 	var msg *a2asdk.Message
 	if r.Message != "" {
 		msg = a2asdk.NewMessageForTask(a2asdk.MessageRoleAgent, rc, a2asdk.TextPart{Text: r.Message})
+	}
+	if r.Asks != nil {
+		state = a2asdk.TaskStateInputRequired
+		msg = a2asdk.NewMessageForTask(a2asdk.MessageRoleAgent, rc, a2asdk.DataPart{Data: r.Asks, Metadata: map[string]any{"adk_type": "function_call"}})
 	}
 	ev := a2asdk.NewStatusUpdateEvent(rc, state, msg)
 	ev.Final = true
