@@ -37,8 +37,9 @@ func (t Timeouts) withDefaults() Timeouts {
 
 // NewHTTPClient returns a client for streaming upstream calls: connect and
 // first-byte timeouts on the transport, no overall timeout (streams are
-// long; the idle timeout is IdleBody's). rt, when set, wraps the transport
-// (tracing).
+// long; the idle timeout is IdleBody's), and the redirect rule
+// CheckRedirect, which keeps credentials off other origins. rt, when set,
+// wraps the transport (tracing).
 func NewHTTPClient(t Timeouts, rt func(http.RoundTripper) http.RoundTripper) *http.Client {
 	t = t.withDefaults()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -50,7 +51,7 @@ func NewHTTPClient(t Timeouts, rt func(http.RoundTripper) http.RoundTripper) *ht
 	if rt != nil {
 		r = rt(r)
 	}
-	return &http.Client{Transport: r}
+	return &http.Client{Transport: r, CheckRedirect: CheckRedirect}
 }
 
 // DoError turns the error of http.Client.Do into a bridge error without

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -91,6 +92,10 @@ type Upstream struct {
 	// answer in artifact-updates, the default) or adk (an ADK executor:
 	// the answer in working status messages). Never guessed.
 	Profile string `yaml:"profile"`
+	// AllowOrigins are origins (scheme://host[:port]) other than URL's
+	// that an A2A upstream's card may send the bridge to, with its key.
+	// Any other origin a card names is refused.
+	AllowOrigins []string `yaml:"allow_origins"`
 	// Stateful lets a Responses upstream keep the conversation: each call
 	// is stored there and the next one sends previous_response_id and only
 	// the new messages (default: the whole transcript, store false).
@@ -170,6 +175,19 @@ func (c *Config) validate() error {
 		if u.Dialect != "echo" && u.URL == "" {
 			return fmt.Errorf("upstream %s: no url", u.Name)
 		}
+		if u.Dialect != "echo" {
+			if err := checkURL(u.URL); err != nil {
+				return fmt.Errorf("upstream %s: url %q: %w", u.Name, u.URL, err)
+			}
+		}
+		for _, o := range u.AllowOrigins {
+			if u.Dialect != "a2a" {
+				return fmt.Errorf("upstream %s: allow_origins is for a2a upstreams", u.Name)
+			}
+			if err := checkURL(o); err != nil {
+				return fmt.Errorf("upstream %s: allow_origins %q: %w", u.Name, o, err)
+			}
+		}
 		if u.Stateful && u.Dialect != "responses" {
 			return fmt.Errorf("upstream %s: stateful is for responses upstreams", u.Name)
 		}
@@ -188,6 +206,21 @@ func (c *Config) validate() error {
 	}
 	if c.Retention <= 0 {
 		return fmt.Errorf("retention must be positive")
+	}
+	return nil
+}
+
+// checkURL accepts an absolute http or https URL with a host: a URL
+// without one (openai=/v1) would fail only at the first request.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("want an http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("no host")
 	}
 	return nil
 }

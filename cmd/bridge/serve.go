@@ -84,6 +84,11 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 
 	rt := &routes{model: cfg.Model}
 	counters := map[string]*outanthropic.Client{} // Anthropic upstreams, by name: they answer count_tokens
+	var secrets []string
+	for _, u := range cfg.Upstreams {
+		secrets = append(secrets, upstreamKey(u))
+	}
+	creds := outbound.NewCredentials(secrets...)
 	for _, u := range cfg.Upstreams {
 		up, err := newUpstream(u, cfg, tel, store)
 		if err != nil {
@@ -91,9 +96,12 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			return nil, err
 		}
 		// Outermost first: one client span around the retries; retries go
-		// around the breaker, so an open breaker stops them at once.
+		// around the breaker, so an open breaker stops them at once; the
+		// credentials scrub is innermost, so nothing above it (spans,
+		// logs, the engine and its store) sees an upstream's quote of a key.
 		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
-		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware())
+		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware(),
+			creds.Middleware(u.Name))
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 		if c, ok := up.(*outanthropic.Client); ok {
 			counters[u.Name] = c
@@ -258,11 +266,17 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 	return keys, nil
 }
 
-func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store) (bridge.Upstream, error) {
-	key := os.Getenv("BRIDGE_UPSTREAM_API_KEY")
+// upstreamKey is the key of upstream u: the variable its api_key_env
+// names, else BRIDGE_UPSTREAM_API_KEY.
+func upstreamKey(u Upstream) string {
 	if u.APIKeyEnv != "" {
-		key = os.Getenv(u.APIKeyEnv)
+		return os.Getenv(u.APIKeyEnv)
 	}
+	return os.Getenv("BRIDGE_UPSTREAM_API_KEY")
+}
+
+func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store) (bridge.Upstream, error) {
+	key := upstreamKey(u)
 	switch u.Dialect {
 	case "echo":
 		return &echo.Upstream{Delay: cfg.EchoDelay}, nil
@@ -283,7 +297,7 @@ func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store
 			IDs: store, Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	case "a2a":
 		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
-			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
+			AllowOrigins: u.AllowOrigins, Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
 	}
 	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
 }

@@ -41,6 +41,10 @@ type Config struct {
 	// APIKey is sent as a bearer token when set; it never appears in
 	// logs, errors or history.
 	APIKey string
+	// AllowOrigins are the origins other than URL's that a card's url may
+	// name. A card naming any other origin is refused: the bridge would
+	// send APIKey there.
+	AllowOrigins []string
 	// IDs keeps the id maps; without it every turn opens a new context.
 	IDs IDStore
 	// Timeouts and HTTPClient as for every upstream.
@@ -119,7 +123,7 @@ func (c *Client) Card(ctx context.Context) (*wire.UpstreamCard, error) {
 			return card, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errCardOrigin) {
 			break
 		}
 	}
@@ -160,8 +164,23 @@ func (c *Client) fetchCard(ctx context.Context, u string) (*wire.UpstreamCard, e
 		e.Message = "upstream " + c.cfg.Name + ": agent card: " + e.Message
 		return nil, e
 	}
-	return wire.DecodeCard(b)
+	card, err := wire.DecodeCard(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := outbound.CheckOrigin(c.cfg.Name, c.cfg.URL, card.URL, c.cfg.AllowOrigins); err != nil {
+		return nil, cardOriginErr{err}
+	}
+	return card, nil
 }
+
+// errCardOrigin marks a card refused for the origin of its url: the other
+// card locations are not tried.
+var errCardOrigin = errors.New("agent card names another origin")
+
+type cardOriginErr struct{ error }
+
+func (e cardOriginErr) Unwrap() []error { return []error{e.error, errCardOrigin} }
 
 func (c *Client) auth(req *http.Request) {
 	if c.cfg.APIKey != "" {

@@ -1,0 +1,315 @@
+package main
+
+// The attack suite: black-box tests that try, as an attacker would, what
+// issue 15 found broken, against a real `bridge serve` (startMain) over a
+// real listener. Each test counts the cases it tried and logs the counts
+// (go test -v -run TestAttack ./cmd/bridge/), so later work adds cases to
+// the same tally. docs/security.md lists what each test holds.
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
+)
+
+// tally counts the cases an attack test tried, by kind, and logs them
+// when the test ends.
+type tally struct {
+	mu    sync.Mutex
+	n     map[string]int
+	order []string
+}
+
+func newTally(t *testing.T) *tally {
+	a := &tally{n: map[string]int{}}
+	t.Cleanup(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		total := 0
+		parts := make([]string, 0, len(a.order))
+		for _, k := range a.order {
+			total += a.n[k]
+			parts = append(parts, fmt.Sprintf("%s=%d", k, a.n[k]))
+		}
+		t.Logf("attack suite: %s tried %d cases (%s)", t.Name(), total, strings.Join(parts, " "))
+	})
+	return a
+}
+
+func (a *tally) add(kind string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[kind] == 0 {
+		a.order = append(a.order, kind)
+	}
+	a.n[kind]++
+}
+
+// upstreamSecret is the upstream key of the credential attacks; a second
+// upstream's key is otherSecret.
+const (
+	upstreamSecret = "sk-upstream-SECRET-4242abcd"
+	otherSecret    = "sk-ant-OTHER-secret-9191"
+)
+
+// leaks reports which credential-looking text s holds.
+func leaks(s string) []string {
+	var out []string
+	for _, k := range []string{upstreamSecret, otherSecret, "Bearer sk-", "x-api-key: sk", "SECRET", "OTHER-secret"} {
+		if strings.Contains(s, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestAttackUpstreamCredentialsStayIn: an upstream that quotes the
+// bridge's key in its error (a 401 or 403 that echoes the Authorization or
+// X-Api-Key header, a 500 that dumps the request, an in-stream error) gets
+// the key scrubbed from what the client receives, from the run's failure
+// reason and events as the run API serves them, and from the database
+// file; a 401 or 403 reaches the client as a bad gateway, never as a
+// 401/403 of its own.
+func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "k1,k2")
+	t.Setenv("BRIDGE_API_KEY", "")
+	t.Setenv("BRIDGE_UPSTREAM_API_KEY", upstreamSecret)
+	t.Setenv("ATTACK_ANTHROPIC_KEY", otherSecret)
+	count := newTally(t)
+
+	quote := func(prefix string) string {
+		return prefix + ": bad key: Authorization: Bearer " + upstreamSecret + `; headers {"x-api-key": "` + otherSecret + `"} api_key=` + otherSecret
+	}
+	oa := openaitest.New(func(_ int, body []byte) openaitest.Reply {
+		switch {
+		case strings.Contains(string(body), `"o401"`):
+			return openaitest.Reply{Status: 401, Body: openaitest.ErrorBody("invalid_request_error", quote("401"), "invalid_api_key")}
+		case strings.Contains(string(body), `"o403"`):
+			return openaitest.Reply{Status: 403, Body: openaitest.ErrorBody("permission_error", quote("403"), "")}
+		case strings.Contains(string(body), `"o500"`):
+			return openaitest.Reply{Status: 500, Body: openaitest.ErrorBody("server_error", quote("500"), "")}
+		case strings.Contains(string(body), `"oraw"`): // not JSON: a proxy's page
+			return openaitest.Reply{Status: 500, Body: "<pre>" + quote("proxy") + "</pre>"}
+		}
+		c := &openaitest.Chunks{ID: "c", Model: "m"}
+		return openaitest.Reply{Chunks: c.Role().Text("half").Error("server_error", quote("mid-stream")).List()}
+	})
+	t.Cleanup(oa.Close)
+	an := anthropictest.New(func(_ int, body []byte) anthropictest.Reply {
+		if strings.Contains(string(body), `"a401"`) {
+			return anthropictest.Reply{Status: 401, Body: anthropictest.ErrorBody("authentication_error", quote("401"))}
+		}
+		return anthropictest.Reply{Status: 500, Body: anthropictest.ErrorBody("api_error", quote("500"))}
+	})
+	t.Cleanup(an.Close)
+
+	cfg := defaultConfig()
+	quiet := outbound.BreakerConfig{Failures: 1000}
+	cfg.Upstreams = []Upstream{
+		{Name: "oa", Dialect: "openai", URL: oa.BaseURL(), Models: []string{"o401", "o403", "o500", "oraw", "omid"}, Breaker: quiet},
+		{Name: "an", Dialect: "anthropic", URL: an.URL, APIKeyEnv: "ATTACK_ANTHROPIC_KEY", Models: []string{"a401", "a500"}, Breaker: quiet},
+	}
+	m := startMain(t, cfg)
+	base := "http://" + m.Addr()
+
+	type tc struct {
+		name, path, body string
+		refused          bool // an upstream 401/403: a bad gateway naming the refusal
+	}
+	chatReq := func(model string, stream bool) string {
+		return fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"user","content":"hi"}]}`, model, stream)
+	}
+	msgReq := func(model string, stream bool) string {
+		return fmt.Sprintf(`{"model":%q,"stream":%t,"max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`, model, stream)
+	}
+	var cases []tc
+	for _, stream := range []bool{false, true} {
+		for _, model := range []string{"o401", "o403", "o500", "oraw", "omid", "a401", "a500"} {
+			refused := model == "o401" || model == "o403" || model == "a401"
+			cases = append(cases,
+				tc{fmt.Sprintf("chat/%s/stream=%t", model, stream), "/v1/chat/completions", chatReq(model, stream), refused},
+				tc{fmt.Sprintf("messages/%s/stream=%t", model, stream), "/v1/messages", msgReq(model, stream), refused})
+		}
+	}
+	for _, c := range cases {
+		count.add("credential-quote")
+		resp, body := call(t, "POST", base+c.path, "k1", c.body)
+		if l := leaks(body); len(l) > 0 {
+			t.Errorf("%s: the client got %q: %.400s", c.name, l, body)
+		}
+		if l := leaks(fmt.Sprint(resp.Header)); len(l) > 0 {
+			t.Errorf("%s: the response headers hold %q", c.name, l)
+		}
+		if resp.StatusCode == 401 || resp.StatusCode == 403 {
+			t.Errorf("%s: the upstream's refusal reached the client as its own %d: %.300s", c.name, resp.StatusCode, body)
+		}
+		if c.refused {
+			if resp.StatusCode != 502 && resp.StatusCode != 200 { // 200: a stream that carries the error
+				t.Errorf("%s: status %d, want 502: %.300s", c.name, resp.StatusCode, body)
+			}
+			if !strings.Contains(body, outbound.Refused) {
+				t.Errorf("%s: the client is not told the upstream refused the bridge's credentials: %.300s", c.name, body)
+			}
+		}
+		run := resp.Header.Get("X-Run-Id")
+		if run == "" {
+			continue
+		}
+		for _, p := range []string{"/v1/runs/" + run, "/v1/runs/" + run + "/events"} {
+			count.add("run-api-read")
+			_, got := do(t, "GET", base+p, "k1", "")
+			if l := leaks(got); len(l) > 0 {
+				t.Errorf("%s: GET %s serves %q: %.400s", c.name, p, l, got)
+			}
+		}
+	}
+	// The store: nothing of the keys in the database file or its WAL.
+	for _, suffix := range []string{"", "-wal"} {
+		count.add("db-file-scan")
+		b, err := os.ReadFile(m.cfg.DB + suffix)
+		if err != nil && suffix == "" {
+			t.Fatal(err)
+		}
+		for _, k := range []string{upstreamSecret, otherSecret} {
+			if strings.Contains(string(b), k) {
+				t.Errorf("the database file %s holds an upstream key", "bridge.db"+suffix)
+			}
+		}
+	}
+}
+
+// redirectTarget is an upstream of another origin that records the
+// headers it was sent and answers 500 (the bridge must not get anywhere
+// through a redirect it was not meant to follow with its key).
+func redirectTarget(t *testing.T) (*httptest.Server, func() []http.Header) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []http.Header
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		http.Error(w, `{"error":{"message":"nope","type":"server_error"}}`, 500)
+	}))
+	t.Cleanup(s.Close)
+	return s, func() []http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
+// TestAttackRedirectKeepsCredentials: an upstream of each dialect that
+// redirects the bridge's call (307 and 302) to another origin; the other
+// origin receives no credential header of any dialect.
+func TestAttackRedirectKeepsCredentials(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEY", "")
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_UPSTREAM_API_KEY", upstreamSecret)
+	count := newTally(t)
+	target, seen := redirectTarget(t)
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound, http.StatusPermanentRedirect} {
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			http.Redirect(w, r, target.URL+r.URL.Path, code)
+		}))
+		t.Cleanup(redirector.Close)
+		for _, up := range []struct{ dialect, url string }{
+			{"openai", redirector.URL + "/v1"}, {"anthropic", redirector.URL}, {"responses", redirector.URL + "/v1"},
+			{"hermes", redirector.URL}, {"adk", redirector.URL}, {"a2a", redirector.URL},
+		} {
+			count.add("redirect-" + up.dialect)
+			cfg := defaultConfig()
+			cfg.Upstreams = []Upstream{{Dialect: up.dialect, URL: up.url, Model: "m", Retry: outbound.RetryConfig{Disabled: true}}}
+			base := "http://" + startMain(t, cfg).Addr()
+			before := len(seen())
+			status, body := do(t, "POST", base+"/v1/chat/completions", "", chatBody(false))
+			if status/100 == 2 {
+				t.Errorf("%s %d: the call went through a redirect: %d %.200s", up.dialect, code, status, body)
+			}
+			got := seen()[before:]
+			if len(got) == 0 {
+				t.Errorf("%s %d: the redirect was not followed at all (the test proves nothing)", up.dialect, code)
+			}
+			for _, h := range got {
+				for name, vs := range h {
+					if slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, upstreamSecret) }) {
+						t.Errorf("%s %d: the other origin received the upstream key in %s", up.dialect, code, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttackA2ACardOtherOrigin: an A2A agent whose card names an endpoint
+// on another origin is refused on first use with a clear bad gateway, and
+// the other origin receives nothing; with the origin in allow_origins the
+// bridge goes there.
+func TestAttackA2ACardOtherOrigin(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEY", "")
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_UPSTREAM_API_KEY", upstreamSecret)
+	count := newTally(t)
+	target, seen := redirectTarget(t)
+	card := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"name":"evil","url":%q,"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","capabilities":{"streaming":false},"version":"1","skills":[]}`,
+			target.URL+"/rpc")
+	}))
+	t.Cleanup(card.Close)
+
+	for _, allowed := range []bool{false, true} {
+		count.add(fmt.Sprintf("card-other-origin/allowed=%t", allowed))
+		cfg := defaultConfig()
+		u := Upstream{Dialect: "a2a", URL: card.URL, Retry: outbound.RetryConfig{Disabled: true}}
+		if allowed {
+			u.AllowOrigins = []string{target.URL}
+		}
+		cfg.Upstreams = []Upstream{u}
+		base := "http://" + startMain(t, cfg).Addr()
+		before := len(seen())
+		status, body := do(t, "POST", base+"/v1/chat/completions", "", chatBody(false))
+		reached := len(seen()) > before
+		if !allowed {
+			if status != 502 || !strings.Contains(body, "another origin") {
+				t.Errorf("card naming another origin: %d %.300s, want a 502 that says so", status, body)
+			}
+			if reached {
+				t.Errorf("the bridge posted to the other origin its card named")
+			}
+		} else if !reached {
+			t.Errorf("allow_origins lists the card's origin, but the bridge did not go there: %d %.300s", status, body)
+		}
+	}
+}
+
+// TestAttackUpstreamURLWithoutHost: `--upstream openai=/v1` and its
+// kin are refused when bridge serve starts, not at the first request.
+func TestAttackUpstreamURLWithoutHost(t *testing.T) {
+	count := newTally(t)
+	for _, spec := range []string{"openai=/v1", "anthropic=/", "a2a=localhost:9999", "hermes=ftp://h/", "adk=http:///x", "responses=http://"} {
+		count.add("upstream-flag")
+		// The real command: it must refuse before it listens (were it to
+		// start, it would serve until killed).
+		if _, err := parseServeFlags([]string{"--upstream", spec}, io.Discard); err == nil {
+			t.Errorf("--upstream %s: accepted", spec)
+			continue
+		}
+		err := run([]string{"serve", "--listen", "127.0.0.1:0", "--upstream", spec, "--db", t.TempDir() + "/b.db"}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "url") {
+			t.Errorf("bridge serve --upstream %s: %v, want a refusal naming the url", spec, err)
+		}
+	}
+}

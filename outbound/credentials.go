@@ -1,0 +1,150 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/go-kit/kit/endpoint"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// Credentials are the upstream keys the bridge holds. An upstream's error
+// text may quote the request that carried one (a 401 that echoes the
+// Authorization header, a proxy's debug page); whatever the bridge relays
+// of it to a client, a run's failure reason, the store or a log passes
+// through Scrub first. The zero value (and nil) scrubs only what is shaped
+// like a credential header's value.
+type Credentials struct {
+	secrets []string
+}
+
+// minSecret is the shortest key Scrub replaces literally: a shorter one
+// would mangle ordinary words, and is not a real key anyway.
+const minSecret = 4
+
+// NewCredentials returns the set of keys to keep in: every configured
+// upstream's, not only the one a call went to (a misrouted or proxied
+// upstream may quote another's).
+func NewCredentials(secrets ...string) *Credentials {
+	c := &Credentials{}
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); len(s) >= minSecret && !slices.Contains(c.secrets, s) {
+			c.secrets = append(c.secrets, s)
+		}
+	}
+	// Longest first, so a key that contains another is replaced whole.
+	slices.SortFunc(c.secrets, func(a, b string) int { return len(b) - len(a) })
+	return c
+}
+
+// Redacted replaces a credential in scrubbed text.
+const Redacted = "[redacted]"
+
+var (
+	// headerValue is a credential header or parameter and its value, in the
+	// forms error text quotes them: `Authorization: Bearer x`,
+	// `"x-api-key":"x"`, `api_key=x`.
+	headerValue = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]token)(\\?["']?\s*[:=]\s*\\?["']?)((?:bearer|basic|token)\s+)?[^\s"'\\,;&}\]]+`)
+	// bearerToken is a bearer token quoted without its header name.
+	bearerToken = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{4,}`)
+)
+
+// Scrub returns s with every configured key, and every value shaped like
+// an Authorization, X-Api-Key or api-key value, replaced by Redacted.
+func (c *Credentials) Scrub(s string) string {
+	if s == "" {
+		return s
+	}
+	if c != nil {
+		for _, k := range c.secrets {
+			s = strings.ReplaceAll(s, k, Redacted)
+		}
+	}
+	s = headerValue.ReplaceAllString(s, "${1}${2}${3}"+Redacted)
+	return bearerToken.ReplaceAllString(s, "${1} "+Redacted)
+}
+
+// Refused is the message a client gets when an upstream refused the
+// bridge's own credentials.
+const Refused = "the upstream refused the bridge's credentials"
+
+// ScrubError scrubs e in place. An upstream's 401 or 403 (or an error it
+// classed as such) becomes the bad-gateway error Refused, with none of the
+// upstream's text: the client's own key was fine, so it must not read as
+// a 401 or 403 of its own; and a refusal is where upstreams quote the
+// credential they refused.
+func (c *Credentials) ScrubError(name string, e *bridge.Error) {
+	if e == nil {
+		return
+	}
+	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden ||
+		e.Code == bridge.CodeUnauthenticated || e.Code == bridge.CodePermissionDenied {
+		*e = bridge.Error{Code: bridge.CodeUpstream, Message: Refused + " (upstream " + name + ")"}
+		return
+	}
+	e.Message = c.Scrub(e.Message)
+	e.Type = c.Scrub(e.Type)
+	e.Param = c.Scrub(e.Param)
+	e.UpstreamCode = c.Scrub(e.UpstreamCode)
+}
+
+// Middleware is go-kit middleware, innermost in an upstream's chain (so
+// logs, spans, the breaker and the engine see only scrubbed text), that
+// scrubs the error of Open and every error and failed final of the call's
+// stream. Errors keep their wrapping (ConnectError still marks a connect
+// failure).
+func (c *Credentials) Middleware(name string) endpoint.Middleware {
+	return func(next endpoint.Endpoint) endpoint.Endpoint {
+		return func(ctx context.Context, req any) (any, error) {
+			resp, err := next(ctx, req)
+			if err != nil {
+				c.scrubErr(name, err)
+				return resp, err
+			}
+			call, ok := resp.(*bridge.Call)
+			if !ok || call == nil || call.Events == nil {
+				return resp, err
+			}
+			events := call.Events
+			call.Events = func(yield func(bridge.Event, error) bool) {
+				for ev, err := range events {
+					if err != nil {
+						c.scrubErr(name, err)
+					}
+					c.scrubEvent(name, &ev)
+					if !yield(ev, err) {
+						return
+					}
+				}
+			}
+			return call, nil
+		}
+	}
+}
+
+func (c *Credentials) scrubErr(name string, err error) {
+	var be *bridge.Error
+	if errors.As(err, &be) {
+		c.ScrubError(name, be)
+	}
+}
+
+func (c *Credentials) scrubEvent(name string, ev *bridge.Event) {
+	if ev.Error != nil {
+		c.ScrubError(name, ev.Error)
+	}
+	if f := ev.Final; f != nil {
+		if f.Error != nil {
+			c.ScrubError(name, f.Error)
+			if strings.HasPrefix(f.Error.Message, Refused) {
+				f.Reason = f.Error.Message // the reason quoted the refusal's text
+			}
+		}
+		f.Reason = c.Scrub(f.Reason)
+	}
+}
