@@ -25,6 +25,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
@@ -390,7 +391,8 @@ func TestAnthropicSDKMidStreamError(t *testing.T) {
 
 // TestAnthropicSDKErrorsBeforeFirstByte: an OpenAI upstream's error status
 // reaches the SDK as Anthropic's status and type for it, with the
-// upstream's message.
+// upstream's message; an upstream 401 or 403 (it refused the bridge's own
+// key) is a bad gateway that says so (issue 15).
 func TestAnthropicSDKErrorsBeforeFirstByte(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), anthTimeout)
 	defer cancel()
@@ -401,8 +403,8 @@ func TestAnthropicSDKErrorsBeforeFirstByte(t *testing.T) {
 		wantType   string
 	}{
 		{400, "invalid_request_error", "invalid_value", 400, "invalid_request_error"},
-		{401, "invalid_request_error", "invalid_api_key", 401, "authentication_error"},
-		{403, "permission_error", "", 403, "permission_error"},
+		{401, "invalid_request_error", "invalid_api_key", 502, "api_error"},
+		{403, "permission_error", "", 502, "api_error"},
 		{404, "invalid_request_error", "model_not_found", 404, "not_found_error"},
 		{429, "rate_limit_error", "rate_limit_exceeded", 429, "rate_limit_error"},
 		{500, "server_error", "", 502, "api_error"},
@@ -425,7 +427,11 @@ func TestAnthropicSDKErrorsBeforeFirstByte(t *testing.T) {
 					_, err = c.Messages.New(ctx, p)
 				}
 				var ae *anthropic.Error
-				if !errors.As(err, &ae) || ae.StatusCode != tc.wantStatus || string(ae.Type()) != tc.wantType || ae.Message != "upstream says "+tc.typ {
+				want := "upstream says " + tc.typ
+				if tc.status == 401 || tc.status == 403 {
+					want = outbound.Refused + " (upstream openai)"
+				}
+				if !errors.As(err, &ae) || ae.StatusCode != tc.wantStatus || string(ae.Type()) != tc.wantType || ae.Message != want {
 					t.Errorf("stream=%v: %T %v; want %d %s", stream, err, err, tc.wantStatus, tc.wantType)
 				}
 			}
