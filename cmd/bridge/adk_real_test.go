@@ -4,22 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/bridge-dev/bridge/internal/adkreal"
 )
 
-// TestOpenAIOverRealADK runs against a real ADK api_server when
-// BRIDGE_ADK_URL names one (npx adk api_server from @google/adk-devtools
-// 2.0.0, with an app "scripted" whose fake model answers
-// "turn <n>: <text>", n counting the user turns of its request; see
-// README). Two turns of a stateless Chat Completions client reach one ADK
-// session, the second with only its new message; the session holds both.
+// TestOpenAIOverRealADK runs against the real ADK api_server (adkreal:
+// adk api_server from @google/adk-devtools 2.0.0, with an app "scripted"
+// whose fake model answers "turn <n>: <text>", n counting the user turns
+// of its request). Two turns of a stateless Chat Completions client reach
+// one ADK session, the second with only its new message; the session
+// holds both.
 func TestOpenAIOverRealADK(t *testing.T) {
-	url := os.Getenv("BRIDGE_ADK_URL")
-	if url == "" {
-		t.Skip("BRIDGE_ADK_URL is not set")
-	}
+	url := adkreal.Start(t)
 	cfg := defaultConfig()
 	cfg.Upstreams = []Upstream{{Name: "adk", Dialect: "adk", URL: url}}
 	base := "http://" + startMain(t, cfg).Addr()
