@@ -107,6 +107,10 @@ func httpStatus(c bridge.Code) int {
 // History implements inbound.Dialect: {tasks, nextPageToken}.
 func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return wire.EncodeHistory(p) }
 
+// PagesByRun implements runs.RunPager: a history page is a number of
+// tasks, and never splits one.
+func (h *Handler) PagesByRun() {}
+
 // card serves the agent card.
 func (h *Handler) card(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -531,8 +535,9 @@ func stateOf(s bridge.Status) string {
 	return string(tb.State())
 }
 
-// list serves ListTasks: the tasks of one context, oldest first, a page
-// of the session's history at a time.
+// list serves ListTasks: the tasks of one context, oldest first, pageSize
+// tasks of the session's history at a time (a task is never split across
+// pages).
 func (h *Handler) list(ctx context.Context, c *call) ([]byte, error) {
 	p, err := wire.DecodeListParams(c.req.Params)
 	if err != nil {
@@ -545,7 +550,7 @@ func (h *Handler) list(ctx context.Context, c *call) ([]byte, error) {
 	if size == 0 {
 		size = 50
 	}
-	page, err := h.cfg.Engine.History(ctx, p.ContextID, p.PageToken, 4*size)
+	page, err := h.cfg.Engine.HistoryRuns(ctx, p.ContextID, p.PageToken, size)
 	var tasks []*a2asdk.Task
 	switch {
 	case bridge.ErrorCode(err) == bridge.CodeNotFound:

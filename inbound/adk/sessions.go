@@ -207,7 +207,12 @@ func mergeState(state, delta json.RawMessage) json.RawMessage {
 
 // view renders an ADK session with its events: per run, the user's input,
 // then the complete events of what the run has committed (the same ids its
-// stream carried), with session.status and active_run.
+// stream carried), with the results of the client's tools (functionResponse
+// user events) where the run waited for them, with session.status and
+// active_run. A running run is shown up to the cursor the history page
+// gives (Engine.History): its events up to it, the model step they began
+// as a partial event with that cursor as its id, and active_run.event_id
+// the same cursor.
 func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.Session, error) {
 	s := &wire.Session{ID: r.ADK.ID, AppName: r.ADK.App, UserID: r.ADK.User, State: r.State,
 		LastUpdateTime: wire.Time(r.sess.Updated), Events: []wire.Event{}}
@@ -225,52 +230,24 @@ func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.S
 	state := r.State
 	status := "idle"
 	for _, run := range page.Runs {
-		first := len(s.Events)
-		// The run's input is its user event, id run:0 (a resume from it
-		// gets the whole run); later user messages of a run are steers,
-		// which are among its events.
+		var stored []bridge.Message
 		for i := range page.Messages {
-			m := &page.Messages[i]
-			if m.RunID == run.ID && (m.Role == bridge.RoleUser || m.Role == bridge.RoleTool) {
-				s.Events = append(s.Events, wire.UserEvent(m, run.ID, bridge.EventID(run.ID, 0)))
-				break
+			if m := &page.Messages[i]; m.RunID == run.ID && !page.Folded(m) {
+				stored = append(stored, *m)
 			}
 		}
-		enc := wire.NewEncoder(wire.EncoderOptions{Author: r.ADK.App})
-		n := 0
-		if run.LastSeq > 0 {
-			cctx, cancel := context.WithCancel(ctx)
-			_, events, err := h.cfg.Engine.Subscribe(cctx, run.ID, 0)
-			if err == nil {
-				for ev, err := range events {
-					if err != nil {
-						break
-					}
-					n++
-					if ev.Kind == bridge.KindStateUpdate {
-						state = mergeState(state, ev.State)
-					}
-					s.Events = append(s.Events, enc.Encode(&ev)...)
-					if ev.Seq >= run.LastSeq {
-						break
-					}
-				}
-			}
-			cancel()
+		evs, st, err := h.runEvents(ctx, run, stored, r.ADK.App, state)
+		if err != nil {
+			return nil, err
 		}
-		if n == 0 && run.Status != bridge.StatusRunning {
-			s.Events = append(s.Events, fromMessages(page.Messages, run, r.ADK.App)...)
-		}
+		s.Events, state = append(s.Events, evs...), st
 		if t := time.Time(lastTime(s.Events)); t.After(time.Time(s.LastUpdateTime)) {
 			s.LastUpdateTime = wire.Time(t)
 		}
 		switch run.Status {
 		case bridge.StatusRunning:
 			status = "running"
-			s.ActiveRun = &wire.ActiveRun{RunID: run.ID, EventID: bridge.EventID(run.ID, 0)}
-			if len(s.Events) > first {
-				s.ActiveRun.EventID = s.Events[len(s.Events)-1].ID
-			}
+			s.ActiveRun = &wire.ActiveRun{RunID: run.ID, EventID: bridge.EventID(run.ID, run.LastSeq)}
 		case bridge.StatusFailed:
 			status = "error"
 		default:
@@ -285,6 +262,88 @@ func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.S
 	return s, nil
 }
 
+// runEvents renders one run of a history page as ADK events, and the
+// session state after its state deltas. The run's input is its user
+// event, id run:0 (a resume from it gets the whole run); later user
+// messages of a run are steers, which are among its events. Each later
+// input of the client's tool results follows the final event the run
+// waited at, with that final's id.
+func (h *Handler) runEvents(ctx context.Context, run *bridge.Run, stored []bridge.Message, author string, state json.RawMessage) ([]wire.Event, json.RawMessage, error) {
+	var out []wire.Event
+	i := 0
+	if len(stored) > 0 && (stored[0].Role == bridge.RoleUser || stored[0].Role == bridge.RoleTool) {
+		i = toolBatch(stored, 1)
+		if stored[0].Role == bridge.RoleUser {
+			i = 1
+		}
+		out = append(out, wire.InputEvent(stored[:i], run.ID, bridge.EventID(run.ID, 0)))
+	}
+	var inputs [][]bridge.Message // the client's tool results, a batch per wait
+	for i < len(stored) {
+		if stored[i].Role != bridge.RoleTool {
+			i++
+			continue
+		}
+		j := toolBatch(stored, i)
+		inputs = append(inputs, stored[i:j])
+		i = j
+	}
+	if run.LastSeq == 0 {
+		if run.Status != bridge.StatusRunning {
+			out = append(out, fromMessages(stored, run, author)...)
+		}
+		return out, state, nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, events, err := h.cfg.Engine.Subscribe(cctx, run.ID, 0)
+	if err != nil {
+		return nil, state, err
+	}
+	enc := wire.NewEncoder(wire.EncoderOptions{Author: author})
+	n := 0
+	for ev, err := range events {
+		if err != nil {
+			return nil, state, err
+		}
+		if ev.Seq > run.LastSeq {
+			break
+		}
+		n++
+		if ev.Kind == bridge.KindStateUpdate {
+			state = mergeState(state, ev.State)
+		}
+		out = append(out, enc.Encode(&ev)...)
+		if ev.Kind == bridge.KindFinal && len(inputs) > 0 {
+			// The run waited for the client's tools and went on with
+			// their results: a new turn of the same invocation.
+			out = append(out, wire.InputEvent(inputs[0], run.ID, ev.ID()))
+			inputs = inputs[1:]
+			enc = wire.NewEncoder(wire.EncoderOptions{Author: author})
+		}
+		if ev.Seq >= run.LastSeq {
+			break
+		}
+	}
+	if n == 0 && run.Status != bridge.StatusRunning {
+		out = append(out, fromMessages(stored, run, author)...)
+	}
+	if run.Status == bridge.StatusRunning {
+		if p, ok := enc.Pending(bridge.EventID(run.ID, run.LastSeq)); ok {
+			out = append(out, p)
+		}
+	}
+	return out, state, nil
+}
+
+// toolBatch returns the end of the tool messages of msgs from i on.
+func toolBatch(msgs []bridge.Message, i int) int {
+	for i < len(msgs) && msgs[i].Role == bridge.RoleTool {
+		i++
+	}
+	return i
+}
+
 func lastTime(evs []wire.Event) wire.Time {
 	if len(evs) == 0 {
 		return wire.Time{}
@@ -296,9 +355,17 @@ func lastTime(evs []wire.Event) wire.Time {
 // from its transcript messages.
 func fromMessages(msgs []bridge.Message, run *bridge.Run, author string) []wire.Event {
 	var out []wire.Event
+	first := true
 	for i := range msgs {
 		m := &msgs[i]
-		if m.RunID != run.ID || m.Role != bridge.RoleAssistant {
+		if m.RunID != run.ID {
+			continue
+		}
+		if m.Role == bridge.RoleTool && !first { // the client's tool results
+			out = append(out, wire.InputEvent([]bridge.Message{*m}, run.ID, m.ID))
+		}
+		first = false
+		if m.Role != bridge.RoleAssistant {
 			continue
 		}
 		ev := wire.Event{ID: m.ID, InvocationID: run.ID, Author: author, Timestamp: wire.Time(m.Created), TurnComplete: true, LongRunningToolIDs: []string{}}

@@ -65,7 +65,12 @@ func (h *Handler) object(ctx context.Context, s *session) *wire.Session {
 	}
 	msgs := s.seed
 	if page, err := h.cfg.Engine.History(ctx, s.id, "", 1000); err == nil {
-		msgs = append(slices.Clone(s.seed), page.Messages...)
+		msgs = slices.Clone(s.seed)
+		for _, m := range page.Messages {
+			if !page.Folded(&m) { // a running turn's messages count once stored
+				msgs = append(msgs, m)
+			}
+		}
 		if !page.Session.Updated.IsZero() {
 			o.LastActive = wire.Unix(page.Session.Updated)
 		}

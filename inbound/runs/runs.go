@@ -42,6 +42,12 @@ type EventServer interface {
 	ServeRunEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run)
 }
 
+// RunPager is implemented by a dialect whose history pages count runs
+// rather than messages (A2A: one task per run): its limit is in runs.
+type RunPager interface {
+	PagesByRun()
+}
+
 // SteerDecoder is implemented by a dialect with its own steer body.
 type SteerDecoder interface {
 	DecodeSteer(body []byte) (bridge.Message, error)
@@ -243,7 +249,11 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	page, err := h.cfg.Engine.History(r.Context(), r.PathValue("session"), q.Get("cursor"), limit)
+	history := h.cfg.Engine.History
+	if _, ok := d.(RunPager); ok {
+		history = h.cfg.Engine.HistoryRuns
+	}
+	page, err := history(r.Context(), r.PathValue("session"), q.Get("cursor"), limit)
 	if err != nil {
 		d.WriteError(w, err)
 		return

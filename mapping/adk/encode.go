@@ -2,6 +2,7 @@ package adk
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,6 +236,19 @@ func (e *Encoder) Encode(ev *bridge.Event) []Event {
 	return out
 }
 
+// Pending returns the model step folded so far and not yet written as a
+// complete event (its text, thoughts and function calls so far) as a
+// partial event with id; false when there is none. The history of a
+// running run ends with it: a client resuming from id gets the rest of
+// the step, then the step's complete event.
+func (e *Encoder) Pending(id string) (Event, bool) {
+	if len(e.parts) == 0 || e.done {
+		return Event{}, false
+	}
+	return Event{ID: id, InvocationID: e.runID, Author: e.opt.Author, Timestamp: Time(e.lastTime), Partial: true,
+		Content: &Content{Role: "model", Parts: slices.Clone(e.parts)}, LongRunningToolIDs: []string{}}, true
+}
+
 // flush returns out with the pending model step as one complete event.
 func (e *Encoder) flush(out []Event, finish string, longRunning []string) []Event {
 	if len(e.parts) == 0 {
@@ -259,8 +273,19 @@ func (e *Encoder) flush(out []Event, finish string, longRunning []string) []Even
 // UserEvent renders a user's transcript message as the ADK event the
 // session holds for it.
 func UserEvent(m *bridge.Message, runID, id string) Event {
-	c, _ := EncodeContent([]bridge.Message{*m})
-	return Event{ID: id, InvocationID: runID, Author: "user", Timestamp: Time(m.Created), Content: c, LongRunningToolIDs: []string{}}
+	return InputEvent([]bridge.Message{*m}, runID, id)
+}
+
+// InputEvent renders the messages of one client input (a user's text, or
+// the results of the client's tools as functionResponse parts) as the
+// user event the session holds for it.
+func InputEvent(msgs []bridge.Message, runID, id string) Event {
+	c, _ := EncodeContent(msgs)
+	var t time.Time
+	if len(msgs) > 0 {
+		t = msgs[0].Created
+	}
+	return Event{ID: id, InvocationID: runID, Author: "user", Timestamp: Time(t), Content: c, LongRunningToolIDs: []string{}}
 }
 
 // resultObject is the functionResponse.response of a tool result.

@@ -170,7 +170,10 @@ type HistoryOptions struct {
 
 // EncodeHistory renders a history page: {"object":"list","session_id",
 // "data":[messages]} and, in the chatkit shape, each message's run_id and
-// "runs":[{id,status,created_at,finished_at}].
+// "runs":[{id,status,created_at,finished_at}], a running run with its
+// resume cursor, last_event_id: its partial turn, folded up to that
+// cursor, ends data (messages whose id is that event id, a string, where
+// stored messages have integers).
 func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 	o := wire.NewObj()
 	o.Str("object", "list")
@@ -201,6 +204,9 @@ func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 			} else {
 				ro.Float("finished_at", unixSeconds(r.Finished))
 			}
+			if r.Status == bridge.StatusRunning && r.LastSeq > 0 {
+				ro.Str("last_event_id", bridge.EventID(r.ID, r.LastSeq))
+			}
 			ro.B = append(ro.B, '}')
 			runs = append(runs, ro.B...)
 		}
@@ -223,7 +229,11 @@ func MessageID(id string) int64 {
 
 func encodeMessage(m *bridge.Message, s *bridge.Session, opt HistoryOptions) []byte {
 	o := wire.NewObj()
-	o.Int("id", MessageID(m.ID))
+	if n := MessageID(m.ID); n > 0 || m.ID == "" {
+		o.Int("id", n)
+	} else {
+		o.Str("id", m.ID) // a running run's partial turn: no row yet
+	}
 	if s != nil {
 		o.Str("session_id", s.ID)
 	}
