@@ -199,7 +199,7 @@ func TestHermesFlow(t *testing.T) {
 		t.Fatalf("status %d headers %v", resp.StatusCode, resp.Header)
 	}
 	f1 := hermesStream(t, resp.Body, nil)
-	if got, want := names(f1), "run.started message.started tool.progress tool.started assistant.completed run.completed done"; got != want {
+	if got, want := names(f1), "run.started message.started tool.progress tool.started assistant.completed run.interrupted done"; got != want {
 		t.Fatalf("frames %q, want %q", got, want)
 	}
 	run := f1[0].str("run_id")
@@ -213,21 +213,21 @@ func TestHermesFlow(t *testing.T) {
 	if args := f1[3].Data["args"].(map[string]any); f1[3].str("tool_name") != "weather" || args["city"] != "Paris" || f1[3].str("tool_call_id") != "call_w" {
 		t.Errorf("tool.started %v", f1[3].Data)
 	}
-	if f1[5].str("status") != "input_required" {
-		t.Errorf("run.completed %v", f1[5].Data)
+	if f1[5].str("status") != "input_required" || f1[3].Data["client_tool"] != true {
+		t.Errorf("waiting: %v %v", f1[3].Data, f1[5].Data)
 	}
 
 	// Turn 1, continued: the tool's result; the same run, seq counting on.
 	resp = hermesDo(t, ctx, "POST", base+"/api/sessions/hs-flow/chat/stream", `{"input":[{"role":"tool","tool_call_id":"call_w","content":"20C"}]}`)
 	f2 := hermesStream(t, resp.Body, nil)
-	if got, want := names(f2), "message.started assistant.delta assistant.delta assistant.completed run.completed done"; got != want {
+	if got, want := names(f2), "run.started message.started assistant.delta assistant.delta assistant.completed run.completed done"; got != want {
 		t.Fatalf("frames %q, want %q", got, want)
 	}
 	checkFrames(t, f2, "hs-flow", run, int64(len(f1))+1)
-	if f2[3].str("content") != "It is 20C." || f2[4].Data["completed"] != true {
-		t.Errorf("completed %v %v", f2[3].Data, f2[4].Data)
+	if f2[4].str("content") != "It is 20C." || f2[5].Data["completed"] != true {
+		t.Errorf("completed %v %v", f2[4].Data, f2[5].Data)
 	}
-	if u := f2[4].Data["usage"].(map[string]any); u["total_tokens"].(float64) == 0 {
+	if u := f2[5].Data["usage"].(map[string]any); u["total_tokens"].(float64) == 0 {
 		t.Errorf("usage %v", u)
 	}
 	if reqs := up.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), `"tool_call_id":"call_w"`) {

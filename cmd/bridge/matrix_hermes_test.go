@@ -72,7 +72,8 @@ func (hermesClient) limits() []string {
 	return []string{
 		"Tools: Hermes clients declare none (the agent's tools are its own); the bridge takes OpenAI-shaped tools and " +
 			"tool-result messages as an extension, and shows each call as tool.started (its arguments in args) and " +
-			"the run as waiting (run.completed with status input_required).",
+			"the run as waiting (run.interrupted with status input_required, its calls in messages; a client_tool " +
+			"member on each tool.started says the client runs it); the stream that sends the results goes on from run.started.",
 		"Reasoning is tool.progress with tool_name _thinking; signatures and encrypted reasoning are dropped and named.",
 		"Stop reasons ride in run.completed's finish_reason (a bridge extension); a failed, cancelled or interrupted " +
 			"run ends with run.failed, run.cancelled or run.interrupted (chatkit's names; Hermes itself sends error), then done.",
@@ -280,6 +281,7 @@ func checkHermesStream(obs *observation, complete bool) []string {
 			Error        string          `json:"error"`
 			Usage        *hermesUsage    `json:"usage"`
 			FinishReason string          `json:"finish_reason"`
+			Status       string          `json:"status"`
 		}
 		if err := json.Unmarshal([]byte(f.data[0]), &p); err != nil {
 			errorf("frame %d: %v", i+1, err)
@@ -312,7 +314,14 @@ func checkHermesStream(obs *observation, complete bool) []string {
 		case "run.completed":
 			obs.finish = bridge.StopReason(p.FinishReason)
 			obs.usage = p.Usage.hub()
-		case "run.failed", "run.cancelled", "run.interrupted":
+		case "run.interrupted":
+			if p.Status == "input_required" { // waiting for the client's tool results: not an error
+				obs.finish = bridge.StopReason(p.FinishReason)
+				obs.usage = p.Usage.hub()
+				break
+			}
+			obs.err, obs.errFrame = &wireError{message: p.Error, codeNull: true}, true
+		case "run.failed", "run.cancelled":
 			obs.err, obs.errFrame = &wireError{message: p.Error, codeNull: true}, true
 		case "done":
 			done = true

@@ -193,6 +193,7 @@ func (h *Handler) capabilities(w http.ResponseWriter, r *http.Request) {
 			"session_list": true, "session_create": true, "session_get": true, "session_update": true,
 			"session_delete": true, "session_messages": true, "session_fork": true, "session_chat": true,
 			"session_chat_stream": true, "session_stream_resume": true,
+			"client_tools": true, // tools in a turn body, and their results as tool messages
 		},
 		"endpoints": map[string]string{
 			"runs": "/v1/runs", "run": "/v1/runs/{run_id}", "run_events": "/v1/runs/{run_id}/events",

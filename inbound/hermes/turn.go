@@ -239,16 +239,16 @@ func (h *Handler) chatStream(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	prev := h.last(s)
 	run, err := h.startTurn(r.Context(), s, tr, body, "")
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
-	// A turn that continues the run waiting for tool results streams the
-	// continuation only.
+	// A turn that continues the run waiting for tool results (a new run
+	// has no event committed when Start returns) streams the continuation
+	// only, from its run.started.
 	var afterEvent int64
-	if run.ID == prev && run.LastSeq > 0 {
+	if run.LastSeq > 0 {
 		afterEvent = run.LastSeq
 	}
 	h.serveFrames(w, r, run, 0, afterEvent)

@@ -33,6 +33,10 @@ const (
 	EventDone               = "done"
 )
 
+// ReasonWaitingForTools is the reason of the frame that ends the stream of
+// a run waiting for the client's tool results.
+const ReasonWaitingForTools = "waiting for the client's tool results"
+
 // ThinkingTool is the tool_name of tool.progress frames that carry
 // reasoning.
 const ThinkingTool = "_thinking"
@@ -157,18 +161,23 @@ func (e *StreamEncoder) startMessage(ev *bridge.Event) error {
 //
 // A run that waited for the client's tool results (input_required) and was
 // continued goes on after its done frame: the continuation's frames follow,
-// with a new assistant message, seq counting on.
+// from a run.started of the same run (a client reading the stream of the
+// turn that sent the results sees a turn's whole shape), with a new
+// assistant message, seq counting on.
 func (e *StreamEncoder) Encode(ev *bridge.Event) error {
+	e.evSeq = ev.Seq
+	if e.runID == "" {
+		e.runID = ev.RunID
+	}
 	if e.done {
 		if !e.waiting {
 			return nil
 		}
 		e.done, e.waiting, e.msgID, e.fullText, e.msgs = false, false, "", "", nil
 		e.usage = bridge.Usage{}
-	}
-	e.evSeq = ev.Seq
-	if e.runID == "" {
-		e.runID = ev.RunID
+		if err := e.frame(EventRunStarted, ev.Time, nil); err != nil {
+			return err
+		}
 	}
 	switch ev.Kind {
 	case bridge.KindRunStarted:
@@ -232,6 +241,9 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 			o.Str("message_id", e.msgID)
 			o.Str("tool_name", tc.Name)
 			o.Str("tool_call_id", tc.ID)
+			if ev.Source != bridge.SourceAgent {
+				o.Bool("client_tool", true) // the bridge runs no tools: the client runs the model's
+			}
 			o.Str("preview", wire.Truncate(tc.Arguments, 80))
 			o.Raw("args", argsJSON(tc.Arguments))
 		})
@@ -324,11 +336,20 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 			o.Bool("interrupted", false)
 		})
 		if err == nil {
-			err = e.frame(EventRunCompleted, ev.Time, func(o *wire.ObjWriter) {
+			// A run waiting for the client's tool results has not
+			// completed: it ends its stream as chatkit reads an A2A
+			// input-required task, interrupted (not failed), with the
+			// status that says why and the calls in messages.
+			name := EventRunCompleted
+			if f.Status == bridge.StatusInputRequired {
+				name = EventRunInterrupted
+			}
+			err = e.frame(name, ev.Time, func(o *wire.ObjWriter) {
 				o.Str("message_id", e.msgID)
 				o.Bool("completed", f.Status == bridge.StatusCompleted)
 				if f.Status == bridge.StatusInputRequired {
-					o.Str("status", "input_required")
+					o.Str("status", StatusInputRequired)
+					o.Str("reason", ReasonWaitingForTools)
 				}
 				if f.StopReason != "" {
 					o.Str("finish_reason", string(f.StopReason))

@@ -182,25 +182,28 @@ func TestGoldenDecode(t *testing.T) {
 }
 
 // TestEncoderResume: frames after a cursor are the same bytes as the tail
-// of the whole stream.
+// of the whole stream, in a run continued after its client's tool results
+// too.
 func TestEncoderResume(t *testing.T) {
-	a := readArchive(t, "testdata/encode_tool_loop.txtar")
-	in, _ := a.file("events.jsonl")
-	evs := readEvents(t, in)
-	var whole bytes.Buffer
-	enc := NewStreamEncoder(&whole, StreamOptions{SessionID: "s-1", UserMessage: "weather?"})
-	for _, ev := range evs {
-		_ = enc.Encode(&ev)
-	}
-	frames := strings.SplitAfter(whole.String(), "\n\n")
-	for after := 0; after <= int(enc.Seq()); after++ {
-		var tail bytes.Buffer
-		e2 := NewStreamEncoder(&tail, StreamOptions{SessionID: "s-1", UserMessage: "weather?", After: int64(after)})
+	for _, name := range []string{"encode_tool_loop", "encode_tool_continue"} {
+		a := readArchive(t, "testdata/"+name+".txtar")
+		in, _ := a.file("events.jsonl")
+		evs := readEvents(t, in)
+		var whole bytes.Buffer
+		enc := NewStreamEncoder(&whole, StreamOptions{SessionID: "s-1", UserMessage: "weather?"})
 		for _, ev := range evs {
-			_ = e2.Encode(&ev)
+			_ = enc.Encode(&ev)
 		}
-		if want := strings.Join(frames[after:], ""); tail.String() != want {
-			t.Errorf("after %d: got\n%s\nwant\n%s", after, tail.String(), want)
+		frames := strings.SplitAfter(whole.String(), "\n\n")
+		for after := 0; after <= int(enc.Seq()); after++ {
+			var tail bytes.Buffer
+			e2 := NewStreamEncoder(&tail, StreamOptions{SessionID: "s-1", UserMessage: "weather?", After: int64(after)})
+			for _, ev := range evs {
+				_ = e2.Encode(&ev)
+			}
+			if want := strings.Join(frames[after:], ""); tail.String() != want {
+				t.Errorf("%s after %d: got\n%s\nwant\n%s", name, after, tail.String(), want)
+			}
 		}
 	}
 }

@@ -78,13 +78,13 @@ func RunStatus(s bridge.Status) string {
 // at).
 func LastEvent(s bridge.Status) string {
 	switch s {
-	case bridge.StatusCompleted, bridge.StatusInputRequired:
+	case bridge.StatusCompleted:
 		return EventRunCompleted
 	case bridge.StatusFailed:
 		return EventRunFailed
 	case bridge.StatusCancelled:
 		return EventRunCancelled
-	case bridge.StatusInterrupted:
+	case bridge.StatusInterrupted, bridge.StatusInputRequired:
 		return EventRunInterrupted
 	}
 	return EventRunStarted
@@ -132,6 +132,9 @@ func EncodeRun(r *bridge.Run, output string) []byte {
 	}
 	o.Str("inbound", r.Inbound)
 	o.Str("outbound", r.Outbound)
+	if r.UpstreamRunID != "" {
+		o.Str("upstream_run_id", r.UpstreamRunID)
+	}
 	o.Int("last_seq", r.LastSeq)
 	o.B = append(o.B, '}')
 	return o.B

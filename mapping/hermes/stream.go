@@ -13,22 +13,25 @@ import (
 
 // framePayload is the union of the session stream's payload members.
 type framePayload struct {
-	SessionID string          `json:"session_id"`
-	RunID     string          `json:"run_id"`
-	Seq       int64           `json:"seq"`
-	MessageID string          `json:"message_id"`
-	Delta     string          `json:"delta"`
-	ToolName  string          `json:"tool_name"`
-	ToolID    string          `json:"tool_call_id"`
-	Preview   string          `json:"preview"`
-	Args      json.RawMessage `json:"args"`
-	Result    json.RawMessage `json:"result"`
-	Content   string          `json:"content"`
-	Message   json.RawMessage `json:"message"`
-	Error     json.RawMessage `json:"error"`
-	Reason    string          `json:"reason"`
-	Interrupt bool            `json:"interrupted"`
-	Usage     *struct {
+	SessionID    string          `json:"session_id"`
+	RunID        string          `json:"run_id"`
+	Seq          int64           `json:"seq"`
+	MessageID    string          `json:"message_id"`
+	Delta        string          `json:"delta"`
+	ToolName     string          `json:"tool_name"`
+	ToolID       string          `json:"tool_call_id"`
+	ClientTool   bool            `json:"client_tool"`
+	Preview      string          `json:"preview"`
+	Args         json.RawMessage `json:"args"`
+	Result       json.RawMessage `json:"result"`
+	Content      string          `json:"content"`
+	Message      json.RawMessage `json:"message"`
+	Error        json.RawMessage `json:"error"`
+	Reason       string          `json:"reason"`
+	Status       string          `json:"status"`
+	FinishReason string          `json:"finish_reason"`
+	Interrupt    bool            `json:"interrupted"`
+	Usage        *struct {
 		InputTokens     *int64 `json:"input_tokens"`
 		OutputTokens    *int64 `json:"output_tokens"`
 		TotalTokens     *int64 `json:"total_tokens"`
@@ -37,15 +40,30 @@ type framePayload struct {
 	PendingSteer json.RawMessage `json:"pending_steer"`
 }
 
-// StreamDecoder reads a Hermes session stream (wire -> hub). RunID and
-// Seq are safe to call from another goroutine while the stream is read
-// (to stop the run upstream).
+// StatusInputRequired is the status member of the frame that ends a
+// stream whose run waits for the client's tool results (a bridge's
+// extension; Hermes' own agent runs its tools itself).
+const StatusInputRequired = "input_required"
+
+// StreamDecoder reads a Hermes session stream (wire -> hub). It keeps what
+// it learnt of the run across bodies, so a stream that broke can go on
+// with the body of a resume (Read) with no event twice. RunID, Seq and
+// Cursor are safe to call from another goroutine while the stream is read
+// (to stop the run upstream); the rest is not safe for concurrent use.
 type StreamDecoder struct {
 	r io.Reader
 
 	mu    sync.Mutex
 	runID string
 	seq   int64
+
+	final    *bridge.Final
+	done     bool // the stream's end (done, or a final before EOF) was read
+	sawText  bool
+	index    int
+	pending  map[string][]string // tool name -> the agent's started call ids, oldest first
+	lastCall string
+	usage    bridge.Usage
 }
 
 // NewStreamDecoder returns a decoder of the frames r carries.
@@ -65,24 +83,86 @@ func (d *StreamDecoder) Seq() int64 {
 	return d.seq
 }
 
+// Cursor is the resume cursor after the last frame read, "<run_id>:<seq>"
+// (the form of a bridge's frame ids and of hermes-webui's after_event_id),
+// or "" before a frame named the run.
+func (d *StreamDecoder) Cursor() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.runID == "" {
+		return ""
+	}
+	return bridge.EventID(d.runID, d.seq)
+}
+
+// Done reports whether the stream's end was read: the done frame, or a
+// final frame before the body ended. A stream that ends before it broke.
+func (d *StreamDecoder) Done() bool { return d.done }
+
+// Prime makes the decoder go on with a run whose events (as this decoder
+// yielded them, committed) are events, from the upstream run runID: a
+// resume after a restart reads the frames after Cursor.
+func (d *StreamDecoder) Prime(runID string, events []bridge.Event) {
+	d.mu.Lock()
+	d.runID = runID
+	for _, ev := range events {
+		if n, err := strconv.ParseInt(ev.UpstreamID, 10, 64); err == nil && n > d.seq {
+			d.seq = n
+		}
+	}
+	d.mu.Unlock()
+	cur := 0 // the step being resumed began after the run's last final
+	for i, ev := range events {
+		if ev.Kind == bridge.KindFinal {
+			cur = i + 1
+		}
+	}
+	results := map[string]bool{}
+	for _, ev := range events[cur:] {
+		if ev.Kind == bridge.KindToolResult && ev.ToolResult != nil {
+			results[ev.ToolResult.CallID] = true
+		}
+	}
+	for _, ev := range events[cur:] {
+		switch ev.Kind {
+		case bridge.KindTextDelta:
+			d.sawText = true
+		case bridge.KindToolCallDone:
+			d.index++
+			if tc := ev.ToolCall; tc != nil && ev.Source == bridge.SourceAgent && !results[tc.ID] {
+				if d.pending == nil {
+					d.pending = map[string][]string{}
+				}
+				d.pending[tc.Name] = append(d.pending[tc.Name], tc.ID)
+				d.lastCall = tc.ID
+			}
+		case bridge.KindUsage:
+			d.usage.Merge(ev.Usage)
+		}
+	}
+}
+
 // DecodeStream reads a Hermes session stream into events.
 func DecodeStream(r io.Reader) bridge.Stream { return NewStreamDecoder(r).Events() }
 
 // Events yields the stream's events: assistant text, _thinking progress
 // as reasoning, tool.* as the agent's own tool calls and results (Source
-// agent), usage, and the final (run.completed, error as failed). The
-// stream ends at done. Each event's UpstreamID is the frame's seq.
-func (d *StreamDecoder) Events() bridge.Stream {
+// agent; a bridge upstream's client_tool calls as the model's, for the
+// client to run), usage, and the final (run.completed, error as failed,
+// the input_required status as waiting for tool results). The stream ends
+// at done. Each event's UpstreamID is the frame's seq.
+func (d *StreamDecoder) Events() bridge.Stream { return d.Read(d.r) }
+
+// Read yields the events of r's frames, going on from what the decoder has
+// read before (Events is Read of the decoder's first body): a frame of the
+// same run at or before the last seq read is skipped, so a resumed stream
+// that repeats frames yields nothing twice.
+func (d *StreamDecoder) Read(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
-		sr := wire.NewSSEReader(d.r)
-		var (
-			final    *bridge.Final
-			sawText  bool
-			index    int
-			pending  = map[string][]string{} // tool name -> started call ids, oldest first
-			lastCall string
-			usage    bridge.Usage
-		)
+		sr := wire.NewSSEReader(r)
+		if d.pending == nil {
+			d.pending = map[string][]string{}
+		}
 		emit := func(ev bridge.Event, p *framePayload) bool {
 			ev.UpstreamID = strconv.FormatInt(p.Seq, 10)
 			return yield(ev, nil)
@@ -104,6 +184,15 @@ func (d *StreamDecoder) Events() bridge.Stream {
 				}
 			}
 			d.mu.Lock()
+			if p.RunID != "" && d.runID != "" && p.RunID != d.runID {
+				d.mu.Unlock()
+				yield(bridge.Event{}, bridge.Errorf(bridge.CodeUpstream, "hermes stream: a frame of run %s in the stream of run %s", p.RunID, d.runID))
+				return
+			}
+			if p.Seq > 0 && p.Seq <= d.seq {
+				d.mu.Unlock()
+				continue // read before the stream was resumed
+			}
 			if p.RunID != "" {
 				d.runID = p.RunID
 			}
@@ -120,7 +209,7 @@ func (d *StreamDecoder) Events() bridge.Stream {
 				if p.Delta == "" {
 					continue
 				}
-				sawText = true
+				d.sawText = true
 				if !emit(bridge.Event{Kind: bridge.KindTextDelta, Text: p.Delta}, &p) {
 					return
 				}
@@ -136,25 +225,29 @@ func (d *StreamDecoder) Events() bridge.Stream {
 				if id == "" {
 					id = "hermes_" + p.RunID + "_" + strconv.FormatInt(p.Seq, 10)
 				}
-				args := argsText(p.Args)
-				tc := bridge.ToolCall{ID: id, Name: p.ToolName, Index: index}
-				index++
-				pending[p.ToolName] = append(pending[p.ToolName], id)
-				lastCall = id
-				if !emit(bridge.Event{Kind: bridge.KindToolCallStarted, Source: bridge.SourceAgent, Index: tc.Index, ToolCall: &bridge.ToolCall{ID: id, Name: tc.Name, Index: tc.Index}}, &p) {
+				src := bridge.SourceAgent
+				if p.ClientTool {
+					src = bridge.SourceModel // the client's to run: its result continues the run
+				} else {
+					d.pending[p.ToolName] = append(d.pending[p.ToolName], id)
+					d.lastCall = id
+				}
+				tc := bridge.ToolCall{ID: id, Name: p.ToolName, Index: d.index}
+				d.index++
+				if !emit(bridge.Event{Kind: bridge.KindToolCallStarted, Source: src, Index: tc.Index, ToolCall: &bridge.ToolCall{ID: id, Name: tc.Name, Index: tc.Index}}, &p) {
 					return
 				}
-				tc.Arguments = args
-				if !emit(bridge.Event{Kind: bridge.KindToolCallDone, Source: bridge.SourceAgent, Index: tc.Index, ToolCall: &tc}, &p) {
+				tc.Arguments = argsText(p.Args)
+				if !emit(bridge.Event{Kind: bridge.KindToolCallDone, Source: src, Index: tc.Index, ToolCall: &tc}, &p) {
 					return
 				}
 			case EventToolCompleted, EventToolFailed:
 				id := p.ToolID
 				if id == "" {
-					if q := pending[p.ToolName]; len(q) > 0 {
-						id, pending[p.ToolName] = q[0], q[1:]
+					if q := d.pending[p.ToolName]; len(q) > 0 {
+						id, d.pending[p.ToolName] = q[0], q[1:]
 					} else {
-						id = lastCall
+						id = d.lastCall
 					}
 				}
 				text := argsText(p.Result)
@@ -170,8 +263,8 @@ func (d *StreamDecoder) Events() bridge.Stream {
 					return
 				}
 			case EventAssistantCompleted:
-				if !sawText && p.Content != "" {
-					sawText = true
+				if !d.sawText && p.Content != "" {
+					d.sawText = true
 					if !emit(bridge.Event{Kind: bridge.KindTextDelta, Text: p.Content}, &p) {
 						return
 					}
@@ -180,21 +273,28 @@ func (d *StreamDecoder) Events() bridge.Stream {
 					return
 				}
 				if p.Interrupt {
-					final = &bridge.Final{Status: bridge.StatusCancelled, Reason: "interrupted upstream"}
+					d.final = &bridge.Final{Status: bridge.StatusCancelled, Reason: "interrupted upstream"}
 				}
-			case EventRunCompleted:
+			case EventRunCompleted, EventRunInterrupted:
 				if p.Usage != nil {
 					u := bridge.Usage{InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens,
 						TotalTokens: p.Usage.TotalTokens, ReasoningTokens: p.Usage.ReasoningTokens}
 					if !u.IsZero() {
-						usage.Merge(&u)
+						d.usage.Merge(&u)
 						if !emit(bridge.Event{Kind: bridge.KindUsage, Usage: &u}, &p) {
 							return
 						}
 					}
 				}
-				if final == nil || final.Status != bridge.StatusCancelled {
-					final = &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}
+				switch {
+				case p.Status == StatusInputRequired:
+					// A bridge upstream's run waits for the client's tool
+					// results: the same upstream run goes on with them.
+					d.final = &bridge.Final{Status: bridge.StatusInputRequired, StopReason: bridge.StopToolUse}
+				case sse.Name == EventRunInterrupted:
+					d.final = &bridge.Final{Status: bridge.StatusInterrupted, Reason: nonEmpty(p.Reason, "interrupted upstream")}
+				case d.final == nil || d.final.Status != bridge.StatusCancelled:
+					d.final = &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}
 				}
 			case EventError, EventRunFailed:
 				msg := errorText(p.Error)
@@ -204,17 +304,16 @@ func (d *StreamDecoder) Events() bridge.Stream {
 				if msg == "" {
 					msg = "the hermes run failed"
 				}
-				final = &bridge.Final{Status: bridge.StatusFailed, Reason: msg,
+				d.final = &bridge.Final{Status: bridge.StatusFailed, Reason: msg,
 					Error: &bridge.Error{Code: bridge.CodeUpstream, Message: msg, Dialect: Dialect}}
 			case EventRunCancelled:
-				final = &bridge.Final{Status: bridge.StatusCancelled, Reason: nonEmpty(p.Reason, "cancelled upstream")}
-			case EventRunInterrupted:
-				final = &bridge.Final{Status: bridge.StatusInterrupted, Reason: nonEmpty(p.Reason, "interrupted upstream")}
+				d.final = &bridge.Final{Status: bridge.StatusCancelled, Reason: nonEmpty(p.Reason, "cancelled upstream")}
 			case EventDone:
-				if final != nil {
-					f := *final
-					if !usage.IsZero() {
-						u := usage
+				d.done = true
+				if d.final != nil {
+					f := *d.final
+					if !d.usage.IsZero() {
+						u := d.usage
 						f.Usage = &u
 					}
 					emit(bridge.Event{Kind: bridge.KindFinal, Final: &f}, &p)
@@ -222,8 +321,9 @@ func (d *StreamDecoder) Events() bridge.Stream {
 				return
 			}
 		}
-		if final != nil { // a server that closed without done
-			yield(bridge.Event{Kind: bridge.KindFinal, Final: final}, nil)
+		if d.final != nil { // a server that closed without done
+			d.done = true
+			yield(bridge.Event{Kind: bridge.KindFinal, Final: d.final}, nil)
 		}
 	}
 }

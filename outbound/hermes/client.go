@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -47,9 +49,15 @@ type Config struct {
 type Client struct {
 	cfg  Config
 	root string
+
+	mu    sync.Mutex
+	tools *bool // whether the server takes client tools, once asked
 }
 
-var _ bridge.Upstream = (*Client)(nil)
+var (
+	_ bridge.Upstream = (*Client)(nil)
+	_ bridge.Resumer  = (*Client)(nil)
+)
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
@@ -75,6 +83,10 @@ const maxErrorBody = 1 << 20
 
 // do sends one JSON request; a non-2xx answer is the upstream's error.
 func (c *Client) do(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
+	return c.doHeader(ctx, method, path, body, accept, nil)
+}
+
+func (c *Client) doHeader(ctx context.Context, method, path string, body any, accept string, hdr http.Header) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -86,6 +98,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	req, err := http.NewRequestWithContext(ctx, method, c.root+path, rd)
 	if err != nil {
 		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad URL", c.cfg.Name)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -108,6 +123,41 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		return nil, e
 	}
 	return resp, nil
+}
+
+// clientTools reports whether the server takes the client's tools and
+// their results (a bridge's Hermes API does, and says so in
+// /v1/capabilities as features.client_tools; Hermes' agent runs only its
+// own). The answer is asked once; a server that does not answer is asked
+// again next time.
+func (c *Client) clientTools(ctx context.Context) bool {
+	c.mu.Lock()
+	known := c.tools
+	c.mu.Unlock()
+	if known != nil {
+		return *known
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/v1/capabilities", nil, "application/json")
+	if err != nil {
+		if !refused(err) {
+			return false // not an answer: ask again next time
+		}
+		v := false
+		c.mu.Lock()
+		c.tools = &v
+		c.mu.Unlock()
+		return false
+	}
+	defer resp.Body.Close()
+	var caps struct {
+		Features map[string]bool `json:"features"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&caps)
+	v := caps.Features["client_tools"]
+	c.mu.Lock()
+	c.tools = &v
+	c.mu.Unlock()
+	return v
 }
 
 // session returns the upstream session of the local one, creating it
@@ -142,8 +192,11 @@ func (c *Client) session(ctx context.Context, local string, renew bool) (remote 
 // turn builds the chat body: the new input (what follows the transcript's
 // last assistant message), the leading system messages as system_message,
 // and, for a fresh upstream session, earlier turns carried in the message
-// as text.
-func turn(req *bridge.Request, fresh bool, model string) (body map[string]any, dropped []string) {
+// as text. With tools (a server that takes the client's, tools says so),
+// the request's tools go along, and new input that is only tool results
+// goes as a list of tool messages: the upstream run that asked for them
+// goes on.
+func turn(req *bridge.Request, fresh, tools bool, model string) (body map[string]any, dropped []string) {
 	msgs := req.Messages
 	var system []string
 	for len(msgs) > 0 && (msgs[0].Role == bridge.RoleSystem || msgs[0].Role == bridge.RoleDeveloper) {
@@ -153,6 +206,32 @@ func turn(req *bridge.Request, fresh bool, model string) (body map[string]any, d
 	start := len(msgs)
 	for start > 0 && msgs[start-1].Role != bridge.RoleAssistant {
 		start--
+	}
+	body = map[string]any{}
+	if model != "" {
+		body["model"] = model
+	}
+	if len(system) > 0 {
+		body["system_message"] = strings.Join(system, "\n\n")
+	}
+	if len(req.Tools) > 0 {
+		if tools {
+			body["tools"] = toolsJSON(req.Tools)
+		} else {
+			dropped = append(dropped, "hermes: client tools (the agent runs its own)")
+		}
+	}
+	input := msgs[start:]
+	if tools && !fresh && len(input) > 0 && !slices.ContainsFunc(input, func(m bridge.Message) bool { return m.Role != bridge.RoleTool }) {
+		results := make([]map[string]any, 0, len(input))
+		for _, m := range input {
+			results = append(results, map[string]any{"role": "tool", "tool_call_id": m.ToolCallID, "content": m.Text()})
+			if slices.ContainsFunc(m.Parts, func(p bridge.Part) bool { return p.Type != bridge.PartText }) {
+				dropped = append(dropped, "hermes: non-text tool results")
+			}
+		}
+		body["message"] = results
+		return body, dropped
 	}
 	var text strings.Builder
 	if fresh && start > 0 {
@@ -168,7 +247,7 @@ func turn(req *bridge.Request, fresh bool, model string) (body map[string]any, d
 		text.WriteString("\n")
 		dropped = append(dropped, "hermes: earlier turns sent as text")
 	}
-	for _, m := range msgs[start:] {
+	for _, m := range input {
 		switch m.Role {
 		case bridge.RoleUser:
 			if text.Len() > 0 && !strings.HasSuffix(text.String(), "\n") {
@@ -185,89 +264,93 @@ func turn(req *bridge.Request, fresh bool, model string) (body map[string]any, d
 			dropped = append(dropped, "hermes: client tool results")
 		}
 	}
-	if len(req.Tools) > 0 {
-		dropped = append(dropped, "hermes: client tools (the agent runs its own)")
-	}
-	body = map[string]any{"message": text.String()}
-	if model != "" {
-		body["model"] = model
-	}
-	if len(system) > 0 {
-		body["system_message"] = strings.Join(system, "\n\n")
-	}
+	body["message"] = text.String()
 	return body, dropped
+}
+
+// toolsJSON is tools in the OpenAI function shape the bridge's Hermes API
+// takes.
+func toolsJSON(tools []bridge.Tool) []map[string]any {
+	out := make([]map[string]any, 0, len(tools))
+	for _, t := range tools {
+		f := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			f["description"] = t.Description
+		}
+		if len(t.Parameters) > 0 {
+			f["parameters"] = json.RawMessage(t.Parameters)
+		}
+		out = append(out, map[string]any{"type": "function", "function": f})
+	}
+	return out
+}
+
+// empty reports whether a chat body has nothing to send.
+func empty(body map[string]any) bool {
+	s, ok := body["message"].(string)
+	return ok && strings.TrimSpace(s) == ""
 }
 
 // Open streams one turn of req's session through the upstream session's
 // chat stream. The call's Cancel stops the upstream run
 // (POST /v1/runs/{run_id}/stop); its Steer passes user input to it
-// (POST /v1/runs/{run_id}/steer).
+// (POST /v1/runs/{run_id}/steer). A stream that breaks before done is
+// resumed (GET .../chat/stream with Last-Event-ID "<run_id>:<seq>", which
+// a bridge's Hermes API serves) with no event twice.
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	remote, fresh, err := c.session(ctx, req.SessionID, false)
 	if err != nil {
 		return nil, err
 	}
-	body, dropped := turn(req, fresh, c.cfg.Model)
-	if strings.TrimSpace(body["message"].(string)) == "" {
+	tools := (len(req.Tools) > 0 || endsWithResults(req.Messages)) && c.clientTools(ctx)
+	body, dropped := turn(req, fresh, tools, c.cfg.Model)
+	if empty(body) {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "nothing to send to the Hermes agent: the turn has no user text")
 	}
-	sctx, cancel := context.WithCancelCause(ctx)
-	resp, err := c.do(sctx, http.MethodPost, "/api/sessions/"+url.PathEscape(remote)+"/chat/stream", body, "text/event-stream")
+	k := &call{c: c, ctx: ctx, session: remote, dec: wire.NewStreamDecoder(nil), local: bridge.RunIDFromContext(ctx)}
+	err = k.post(body)
 	if err != nil && bridge.AsError(err).UpstreamCode == wire.CodeSessionNotFound && !fresh {
 		// The upstream forgot the session: a new one, with the turns so far.
-		if remote, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
-			body, dropped = turn(req, true, c.cfg.Model)
-			resp, err = c.do(sctx, http.MethodPost, "/api/sessions/"+url.PathEscape(remote)+"/chat/stream", body, "text/event-stream")
+		if k.session, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
+			body, dropped = turn(req, true, tools, c.cfg.Model)
+			err = k.post(body)
 		}
 	}
 	if err != nil {
-		cancel(nil)
 		return nil, err
 	}
-	idle := c.cfg.Timeouts.Idle
-	rc := outbound.IdleBody(resp.Body, idle, cancel)
-	dec := wire.NewStreamDecoder(rc)
-	local := bridge.RunIDFromContext(ctx)
-	events := func(yield func(bridge.Event, error) bool) {
-		defer cancel(nil)
-		defer rc.Close()
-		mapped := false
-		for ev, err := range dec.Events() {
-			if err != nil {
-				err = outbound.StreamError(ctx, c.cfg.Name, idle, err)
-			}
-			if !mapped && err == nil && c.cfg.IDs != nil && local != "" {
-				if id := dec.RunID(); id != "" {
-					mapped = true
-					_ = c.cfg.IDs.PutID(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: local, Remote: id})
-				}
-			}
-			if !yield(ev, err) || err != nil {
-				return
-			}
-		}
+	return k.call(dropped), nil
+}
+
+// endsWithResults reports whether msgs end with tool results.
+func endsWithResults(msgs []bridge.Message) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Role == bridge.RoleTool
+}
+
+// Resume implements bridge.Resumer: after a restart, it reads the rest of
+// the run's upstream stream, after the last frame committed (GET
+// .../chat/stream with Last-Event-ID "<run_id>:<seq>"): the upstream run
+// went on while the bridge was down, and none of it is lost or repeated.
+// A Hermes server without that route cannot resume (the run ends
+// interrupted).
+func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+	if c.cfg.IDs == nil || req.SessionID == "" {
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s: no id map to find run %s's Hermes session", c.cfg.Name, run.ID)
 	}
-	stop := func(ctx context.Context) error {
-		id := dec.RunID()
-		if id == "" {
-			return nil // nothing named yet: closing the stream is all there is
-		}
-		resp, err := c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/stop", map[string]any{}, "application/json")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
+	remote, _ := c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, req.SessionID)
+	upRun := run.UpstreamRunID
+	if upRun == "" {
+		upRun, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, run.ID)
 	}
-	steer := func(ctx context.Context, m bridge.Message) error {
-		id := dec.RunID()
-		if id == "" {
-			return &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: time.Second,
-				Message: "the Hermes run has not started yet: steer again in a moment"}
-		}
-		return c.Steer(ctx, id, m.Text())
+	if remote == "" || upRun == "" {
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s: run %s has no Hermes run to resume", c.cfg.Name, run.ID)
 	}
-	return &bridge.Call{Events: events, Dropped: dropped, Cancel: stop, Steer: steer}, nil
+	k := &call{c: c, ctx: ctx, session: remote, dec: wire.NewStreamDecoder(nil), local: run.ID, mapped: true}
+	k.dec.Prime(upRun, events)
+	if err := k.resume(); err != nil {
+		return nil, err
+	}
+	return k.call(nil), nil
 }
 
 // Steer passes user input to the upstream run (POST /v1/runs/{id}/steer);
@@ -280,4 +363,178 @@ func (c *Client) Steer(ctx context.Context, upstreamRunID string, text string) e
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// call is one turn's session stream being read, resumed as often as it
+// breaks (within maxResumes without progress).
+type call struct {
+	c       *Client
+	ctx     context.Context // the run's
+	session string          // the upstream session
+	dec     *wire.StreamDecoder
+	local   string // the bridge's run id
+	mapped  bool   // the run id map holds the upstream run
+
+	body   io.ReadCloser
+	rctx   context.Context // the current request's, cancelled on an idle gap
+	cancel context.CancelCauseFunc
+}
+
+func (k *call) chatPath() string {
+	return "/api/sessions/" + url.PathEscape(k.session) + "/chat/stream"
+}
+
+// post starts the turn.
+func (k *call) post(body map[string]any) error {
+	return k.request(http.MethodPost, body, nil)
+}
+
+// resume asks for the frames after the decoder's cursor.
+func (k *call) resume() error {
+	return k.request(http.MethodGet, nil, http.Header{"Last-Event-Id": {k.dec.Cursor()}})
+}
+
+func (k *call) request(method string, body any, hdr http.Header) error {
+	ctx, cancel := context.WithCancelCause(k.ctx)
+	resp, err := k.c.doHeader(ctx, method, k.chatPath(), body, "text/event-stream", hdr)
+	if err != nil {
+		cancel(nil)
+		return err
+	}
+	if k.cancel != nil {
+		k.cancel(nil)
+	}
+	k.rctx, k.cancel = ctx, cancel
+	k.body = outbound.IdleBody(resp.Body, k.c.cfg.Timeouts.Idle, cancel)
+	return nil
+}
+
+// call is the bridge's Call of this one.
+func (k *call) call(dropped []string) *bridge.Call {
+	return &bridge.Call{Events: k.events, Dropped: dropped, Cancel: k.stop, Steer: k.steer}
+}
+
+// maxResumes bounds the resumes in a row that bring no frame.
+const maxResumes = 5
+
+func (k *call) events(yield func(bridge.Event, error) bool) {
+	defer func() { k.cancel(nil) }()
+	idle := k.c.cfg.Timeouts.Idle
+	for tries := 0; ; {
+		br := &brokenReader{r: k.body}
+		var serr error
+		for ev, err := range k.dec.Read(br) {
+			if err != nil {
+				serr = err
+				break
+			}
+			tries = 0 // progress: the budget of resumes starts over
+			if !k.mapped && k.c.cfg.IDs != nil && k.local != "" {
+				if id := k.dec.RunID(); id != "" {
+					k.mapped = true
+					_ = k.c.cfg.IDs.PutID(context.WithoutCancel(k.ctx), bridge.IDMapping{Kind: bridge.IDRun, Scope: k.c.cfg.Name, Local: k.local, Remote: id})
+				}
+			}
+			if !yield(ev, nil) {
+				k.body.Close()
+				return
+			}
+		}
+		k.body.Close()
+		if k.dec.Done() {
+			return
+		}
+		if serr != nil && (br.err == nil || k.rctx.Err() != nil) {
+			// Not a broken connection: a frame the decoder cannot read,
+			// or the bridge's own cancel or idle timeout.
+			yield(bridge.Event{}, outbound.StreamError(k.rctx, k.c.cfg.Name, idle, serr))
+			return
+		}
+		// The connection broke (or closed) before done: the upstream run
+		// goes on, so read the rest of it after the last frame read.
+		if err := k.reopen(&tries, serr); err != nil {
+			yield(bridge.Event{}, err)
+			return
+		}
+	}
+}
+
+// reopen resumes a stream that broke, backing off between tries; tries
+// counts the resumes since the last frame read, up to maxResumes. A server
+// that refuses the resume (Hermes' own has no resumable stream) is not
+// asked again.
+func (k *call) reopen(tries *int, serr error) error {
+	var rerr error
+	for k.dec.Cursor() != "" && *tries < maxResumes {
+		if *tries++; *tries > 1 {
+			t := time.NewTimer(time.Duration(1<<(*tries-2)) * 100 * time.Millisecond)
+			select {
+			case <-k.ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if k.ctx.Err() != nil {
+			return context.Cause(k.ctx)
+		}
+		if rerr = k.resume(); rerr == nil {
+			return nil
+		}
+		if refused(rerr) {
+			break
+		}
+	}
+	msg := "the stream ended before done"
+	if serr != nil {
+		msg = "the stream broke: " + bridge.AsError(serr).Message
+	}
+	if rerr != nil {
+		msg += "; resuming it failed: " + bridge.AsError(rerr).Message
+	}
+	return bridge.Errorf(bridge.CodeUpstream, "upstream %s: %s", k.c.cfg.Name, msg)
+}
+
+// refused reports whether err is the upstream's answer that it will not
+// do the request (a 4xx other than 408 and 429): trying again is no use.
+func refused(err error) bool {
+	s := bridge.AsError(err).Status
+	return s/100 == 4 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+}
+
+// stop stops the upstream run (the call's Cancel).
+func (k *call) stop(ctx context.Context) error {
+	id := k.dec.RunID()
+	if id == "" {
+		return nil // nothing named yet: closing the stream is all there is
+	}
+	resp, err := k.c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/stop", map[string]any{}, "application/json")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// steer passes a steer to the upstream run (the call's Steer).
+func (k *call) steer(ctx context.Context, m bridge.Message) error {
+	id := k.dec.RunID()
+	if id == "" {
+		return &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: time.Second,
+			Message: "the Hermes run has not started yet: steer again in a moment"}
+	}
+	return k.c.Steer(ctx, id, m.Text())
+}
+
+// brokenReader remembers a failed read (not EOF) of the stream.
+type brokenReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *brokenReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
