@@ -54,7 +54,7 @@ func BenchmarkTracedRequest(b *testing.B) {
 			events = append(events[:len(events)-1], bridge.Event{Kind: bridge.KindUsage, Usage: &bridge.Usage{
 				InputTokens: bridge.Int64(12), OutputTokens: bridge.Int64(8)}}, events[len(events)-1])
 			up := &bridgetest.Upstream{UpName: "up", UpDialect: "openai", Events: events}
-			upstream := outbound.Wrap(up, tel.Upstream(up))
+			upstream := outbound.Wrap(up, tel.Upstream(up, otel.GenAI{Provider: "openai", Operation: "chat"}))
 			rt := tel.Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, nil }))
 			tracer := tel.Tracer()
 			mux := http.NewServeMux()

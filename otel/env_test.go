@@ -165,7 +165,7 @@ func TestFromEnvPrometheus(t *testing.T) {
 		t.Fatal("no metrics handler")
 	}
 	up := &bridgetest.Upstream{UpName: "s", UpDialect: "openai", Events: bridgetest.TextEvents("a", "b")}
-	wrapped := outbound.Wrap(up, tel.Upstream(up))
+	wrapped := outbound.Wrap(up, tel.Upstream(up, otel.GenAI{Provider: "openai", Operation: "chat"}))
 	call, err := wrapped.Open(t.Context(), &bridge.Request{Inbound: "anthropic", Model: "m"})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func newStack(t *testing.T, tel *otel.Telemetry, reply func(n int, body []byte) 
 	t.Cleanup(up.Close)
 	client := outopenai.New(outopenai.Config{Name: "up", BaseURL: up.BaseURL(),
 		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
-	wrapped := outbound.Wrap(client, tel.Upstream(client))
+	wrapped := outbound.Wrap(client, tel.Upstream(client, otel.GenAI{Provider: "openai", Operation: "chat"}))
 	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -574,7 +574,7 @@ func TestA2AUpstreamGetsTraceparent(t *testing.T) {
 	defer agent.Close()
 	client := outa2a.New(outa2a.Config{Name: "agent", URL: agent.URL,
 		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
-	up := outbound.Wrap(client, tel.Upstream(client))
+	up := outbound.Wrap(client, tel.Upstream(client, otel.GenAI{Provider: "a2a", Operation: "invoke_agent"}))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	ctx, run := tel.Tracer().Start(ctx, "run")

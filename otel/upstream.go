@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,22 +68,16 @@ var (
 // one of the same name to the run span.
 const EventFirstToken = "first_token"
 
-// genAI returns the gen_ai.provider.name and gen_ai.operation.name for an
-// upstream dialect.
-func genAI(dialect string) (provider, operation string) {
-	switch dialect {
-	case "openai", "responses":
-		return "openai", "chat"
-	case "anthropic":
-		return "anthropic", "chat"
-	case "a2a", "adk", "hermes":
-		return dialect, "invoke_agent"
-	}
-	return dialect, "chat"
+// GenAI names an upstream in the GenAI semantic conventions: its
+// gen_ai.provider.name and gen_ai.operation.name (chat for a model,
+// invoke_agent for an agent). The server's dialect table gives each
+// dialect's; zero fields default to the upstream's dialect and chat.
+type GenAI struct {
+	Provider, Operation string
 }
 
 // Upstream returns the go-kit endpoint middleware for calls to u
-// (outbound.Wrap(u, t.Upstream(u))): a client span per call with the GenAI
+// (outbound.Wrap(u, t.Upstream(u, g))), named in spans as g says: a client span per call with the GenAI
 // semantic conventions, named "chat MODEL", child of the context's span (the
 // engine's run span), and carried in the context the call's HTTP request is
 // made with, so Transport sends it upstream as the traceparent.
@@ -92,9 +87,9 @@ func genAI(dialect string) (provider, operation string) {
 // usage, the finish reason and a first_token event from the events. Each
 // tool call the stream makes gets a child span "tool_call NAME". The run
 // metrics are recorded here too.
-func (t *Telemetry) Upstream(u bridge.Upstream) endpoint.Middleware {
+func (t *Telemetry) Upstream(u bridge.Upstream, g GenAI) endpoint.Middleware {
 	dialect, name := u.Dialect(), u.Name()
-	provider, op := genAI(dialect)
+	provider, op := cmp.Or(g.Provider, dialect), cmp.Or(g.Operation, "chat")
 	fixed := []attribute.KeyValue{
 		keyGenAIOperation.String(op),
 		keyGenAIProvider.String(provider),

@@ -176,7 +176,7 @@ func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
 	// The store: nothing of the keys in the database file or its WAL.
 	for _, suffix := range []string{"", "-wal"} {
 		count.add("db-file-scan")
-		b, err := os.ReadFile(m.cfg.DB + suffix)
+		b, err := os.ReadFile(m.Config().DB + suffix)
 		if err != nil && suffix == "" {
 			t.Fatal(err)
 		}

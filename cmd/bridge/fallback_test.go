@@ -43,7 +43,7 @@ func TestFallbackConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.Upstreams = tt.ups
-			err := cfg.validate()
+			err := cfg.Validate()
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -59,13 +59,13 @@ func TestFallbackConfig(t *testing.T) {
 	// A fallback's own fallbacks follow it; each upstream is tried once.
 	cfg := defaultConfig()
 	cfg.Upstreams = ups([]string{"b", "c"}, []string{"d", "c"}, []string{"e"}, nil, nil)
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"b", "d", "c", "e"}, cfg.fallbackChain("a")); diff != "" {
+	if diff := cmp.Diff([]string{"b", "d", "c", "e"}, cfg.FallbackChain("a")); diff != "" {
 		t.Errorf("chain of a (-want +got):\n%s", diff)
 	}
-	if got := cfg.fallbackChain("d"); len(got) != 0 {
+	if got := cfg.FallbackChain("d"); len(got) != 0 {
 		t.Errorf("chain of d = %v", got)
 	}
 
@@ -88,7 +88,7 @@ func TestFallbackConfig(t *testing.T) {
 	if err := loadConfigFile(path, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"claude"}, cfg.Upstreams[0].Fallbacks); diff != "" {

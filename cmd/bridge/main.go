@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/bridge-dev/bridge/inbound"
+	"github.com/bridge-dev/bridge/server"
 )
 
 func main() {
@@ -66,8 +67,8 @@ func (u *upstreamFlags) Set(v string) error { *u = append(*u, v); return nil }
 
 // parseServeFlags builds the serve configuration from defaults, the config
 // file and the flags, in that order.
-func parseServeFlags(args []string, stderr io.Writer) (Config, error) {
-	cfg := defaultConfig()
+func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
+	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", cfg.Listen, "address to listen on")
@@ -85,7 +86,7 @@ func parseServeFlags(args []string, stderr io.Writer) (Config, error) {
 		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if *config != "" {
-		if err := loadConfigFile(*config, &cfg); err != nil {
+		if err := server.LoadConfigFile(*config, &cfg); err != nil {
 			return cfg, err
 		}
 	}
@@ -109,14 +110,14 @@ func parseServeFlags(args []string, stderr io.Writer) (Config, error) {
 	if len(ups) > 0 {
 		cfg.Upstreams = nil
 		for _, v := range ups {
-			u, err := parseUpstream(v)
+			u, err := server.ParseUpstream(v)
 			if err != nil {
 				return cfg, err
 			}
 			cfg.Upstreams = append(cfg.Upstreams, u)
 		}
 	}
-	return cfg, cfg.validate()
+	return cfg, cfg.Validate()
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
@@ -128,7 +129,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	m, err := NewMain(ctx, cfg, log)
+	m, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -201,7 +201,7 @@ func startBridge(t *testing.T, up *fakeUpstream) *bridgeUT {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DB = filepath.Join(t.TempDir(), "bridge.db")
 	up.configure(&cfg)
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	logs := &syncBuffer{}

@@ -22,7 +22,7 @@ func startBenchMain(tb testing.TB, cfg Config) *Main {
 	tb.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DB = filepath.Join(tb.TempDir(), "bridge.db")
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
 	m, err := NewMain(context.Background(), cfg, slog.New(slog.DiscardHandler))

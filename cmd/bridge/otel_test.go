@@ -234,7 +234,7 @@ func (l *syncLog) lines() []string {
 func TestRunEndLog(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Listen, cfg.DB = "127.0.0.1:0", filepath.Join(t.TempDir(), "bridge.db")
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncLog{}

@@ -22,7 +22,7 @@ func TestRetentionJanitor(t *testing.T) {
 	run := resp.Header.Get("X-Run-Id")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		evs, err := m.store.Events(t.Context(), run, 0, 0)
+		evs, err := m.Store().Events(t.Context(), run, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,11 +34,11 @@ func TestRetentionJanitor(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r, err := m.store.Run(t.Context(), run)
+	r, err := m.Store().Run(t.Context(), run)
 	if err != nil || r.Status != "completed" {
 		t.Errorf("the run itself should stay: %+v %v", r, err)
 	}
-	msgs, err := m.store.RunMessages(t.Context(), run)
+	msgs, err := m.Store().RunMessages(t.Context(), run)
 	if err != nil {
 		t.Fatal(err)
 	}

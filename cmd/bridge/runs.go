@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/server"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -82,7 +83,7 @@ func parseRunsFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 func runsList(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("runs list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", defaultConfig().DB, "the bridge's SQLite file")
+	db := fs.String("db", server.DefaultConfig().DB, "the bridge's SQLite file")
 	session := fs.String("session", "", "only the runs of this session")
 	status := fs.String("status", "", "only runs in this status (running, completed, failed, cancelled, interrupted, input_required)")
 	limit := fs.Int("limit", 50, "at most this many runs")
@@ -136,7 +137,7 @@ func runsList(args []string, stdout, stderr io.Writer) error {
 func runsShow(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("runs show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", defaultConfig().DB, "the bridge's SQLite file")
+	db := fs.String("db", server.DefaultConfig().DB, "the bridge's SQLite file")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseRunsFlags(fs, args)
 	if err != nil {

@@ -27,7 +27,7 @@ func startMain(t *testing.T, cfg Config) *Main {
 	if cfg.DB == "" || cfg.DB == defaultConfig().DB {
 		cfg.DB = filepath.Join(t.TempDir(), "bridge.db")
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	m, err := NewMain(t.Context(), cfg, slog.New(slog.DiscardHandler))

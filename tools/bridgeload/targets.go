@@ -17,12 +17,8 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
-	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
-	inopenai "github.com/bridge-dev/bridge/inbound/openai"
-	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/otel"
-	"github.com/bridge-dev/bridge/outbound"
-	outopenai "github.com/bridge-dev/bridge/outbound/openai"
+	"github.com/bridge-dev/bridge/server"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -135,14 +131,11 @@ func startProxy(up upstream, opt options) (*target, error) {
 	return &target{name: targetProxy, url: "http://" + ln.Addr().String(), stop: func() { shutdown(srv) }}, nil
 }
 
-// startBridge wires the bridge as cmd/bridge's NewMain does, with the public
-// packages: telemetry from the OTEL_* environment (a no-op tracer when none
-// is set), a SQLite file in a temporary directory, the OpenAI outbound client
-// on serve's HTTP client behind serve's middlewares (client span, retries,
-// circuit breaker), the engine, the OpenAI and Anthropic inbound handlers and the run API
-// behind the HTTP telemetry middleware. The logger formats every record as
-// serve's does, into io.Discard. Left out: the A2A dialect and API keys
-// (none are configured in a load run, so serve would not check any).
+// startBridge starts the bridge as `bridge serve` does (server.New: the
+// whole dialect table, telemetry from the OTEL_* environment, a SQLite file
+// in a temporary directory) with one OpenAI upstream, the fake one, and its
+// store measured (timedStore). The logger formats every record as serve's
+// does, into io.Discard.
 //
 // The engine admits opt.maxRuns runs per principal at once (serve's default
 // is 64, which would turn away the streams of a wider load).
@@ -151,74 +144,33 @@ func startBridge(ctx context.Context, up upstream, opt options) (*target, error)
 	if err != nil {
 		return nil, err
 	}
-	var cleanup []func()
-	fail := func(err error) (*target, error) {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DB = filepath.Join(dir, "bridge.db")
+	cfg.MaxRunsPerPrincipal = opt.maxRuns
+	cfg.Upstreams = []server.Upstream{{Name: "openai", Dialect: "openai", URL: up.URL() + "/v1"}}
+	if err := cfg.Validate(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	tel, err := otel.FromEnv(ctx, otel.EnvConfig{Console: os.Stderr})
-	if err != nil {
-		return fail(err)
-	}
-	cleanup = append(cleanup, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = tel.Shutdown(sctx)
-	})
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "bridge.db"), sqlite.Options{})
-	if err != nil {
-		return fail(err)
-	}
-	cleanup = append(cleanup, func() { _ = db.Close() })
-	store := &timedStore{Store: db}
+	var store *timedStore
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if _, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC()); err != nil {
-		return fail(err)
-	}
-	const name = "openai"
-	client := outopenai.New(outopenai.Config{Name: name, BaseURL: up.URL() + "/v1",
-		HTTPClient: outbound.NewHTTPClient(outbound.Timeouts{}, tel.Transport)})
-	breaker := outbound.NewBreaker(name, outbound.BreakerConfig{}, log, tel.OnBreakerChange)
-	oc := outbound.WrapAdmit(client, breaker.Admit, tel.Upstream(client), outbound.Retry(outbound.RetryConfig{}, true), breaker.Middleware())
-	engine, err := bridge.New(bridge.Config{Store: store, Logger: log, Tracer: tel.Tracer(),
-		MaxRunsPerPrincipal: opt.maxRuns,
-		Route:               func(string) (bridge.Upstream, error) { return oc, nil }})
-	if err != nil {
-		return fail(err)
-	}
-	cleanup = append(cleanup, func() {
-		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = engine.Close(ectx)
+	srv, err := server.New(ctx, cfg, log, server.Options{
+		Store:     func(db *sqlite.Store) bridge.Store { store = &timedStore{Store: db}; return store },
+		Telemetry: otel.EnvConfig{Console: os.Stderr},
 	})
-	oa := inopenai.New(inopenai.Config{Engine: engine, Models: func() []string { return []string{name} }, Logger: log})
-	an := inanthropic.New(inanthropic.Config{Engine: engine, Logger: log})
-	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa, an.Name(): an}})
-	mux := http.NewServeMux()
-	for _, p := range oa.Routes() {
-		mux.Handle(p, oa)
-	}
-	for _, p := range an.Routes() {
-		mux.Handle(p, an)
-	}
-	for _, p := range ra.Routes() {
-		mux.Handle(p, ra)
-	}
-	srv, ln, err := serveOn(tel.Handler(mux, "/healthz", "/metrics"), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	if err != nil {
-		return fail(err)
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
+	go func() { _ = srv.Run() }()
 	stop := func() {
-		shutdown(srv)
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Close(sctx)
 		_ = os.RemoveAll(dir)
 	}
-	return &target{name: targetBridge, url: "http://" + ln.Addr().String(), stop: stop, store: store}, nil
+	return &target{name: targetBridge, url: "http://" + srv.Addr(), stop: stop, store: store}, nil
 }
 
 func discardLog() *stdlog.Logger { return stdlog.New(io.Discard, "", 0) }

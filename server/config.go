@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -114,13 +114,15 @@ type Upstream struct {
 	Timeouts outbound.Timeouts      `yaml:"timeouts"`
 }
 
-func defaultConfig() Config {
+// DefaultConfig is the configuration with no flags and no file: echo on
+// 127.0.0.1:8080, the log in ./bridge.db.
+func DefaultConfig() Config {
 	return Config{Listen: "127.0.0.1:8080", DB: "./bridge.db", Retention: 24 * time.Hour, ShutdownGrace: 10 * time.Second}
 }
 
-// loadConfigFile reads a YAML config over cfg. Unknown keys are errors, so
+// LoadConfigFile reads a YAML config over cfg. Unknown keys are errors, so
 // a typo does not silently fall back to a default.
-func loadConfigFile(path string, cfg *Config) error {
+func LoadConfigFile(path string, cfg *Config) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -134,28 +136,24 @@ func loadConfigFile(path string, cfg *Config) error {
 	return nil
 }
 
-// parseUpstream reads a --upstream value: DIALECT=URL, or echo.
-func parseUpstream(v string) (Upstream, error) {
-	dialect, url, _ := strings.Cut(v, "=")
-	dialect = strings.TrimSpace(dialect)
-	switch dialect {
-	case "echo":
-		return Upstream{Name: "echo", Dialect: "echo"}, nil
-	case "anthropic": // the base URL the official SDK takes: requests go to URL/v1/messages
-		if url == "" {
-			return Upstream{}, fmt.Errorf("--upstream %s: want anthropic=URL", v)
-		}
-		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
-	case "openai", "a2a", "hermes", "adk", "responses": // hermes and adk: the server root, such as http://127.0.0.1:8642; responses: the base URL the SDK takes, such as http://host/v1
-		if url == "" {
-			return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL", v, dialect)
-		}
-		return Upstream{Name: dialect, Dialect: dialect, URL: url}, nil
+// ParseUpstream reads a --upstream value: DIALECT=URL, or a dialect that
+// takes no URL (echo).
+func ParseUpstream(v string) (Upstream, error) {
+	name, url, _ := strings.Cut(v, "=")
+	name = strings.TrimSpace(name)
+	d, ok := dialect(name)
+	if !ok || d.Outbound == nil {
+		return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want one of %s)", v, strings.Join(upstreamDialects(), ", "))
 	}
-	return Upstream{}, fmt.Errorf("--upstream %q: unknown dialect (want openai=URL or echo)", v)
+	if d.URL != "" && url == "" {
+		return Upstream{}, fmt.Errorf("--upstream %s: want %s=URL, with %s", v, name, d.URL)
+	}
+	return Upstream{Name: name, Dialect: name, URL: url}, nil
 }
 
-func (c *Config) validate() error {
+// Validate checks c and fills in what it leaves to defaults (echo when no
+// upstream is configured, an upstream's name from its dialect).
+func (c *Config) Validate() error {
 	if len(c.Upstreams) == 0 {
 		c.Upstreams = []Upstream{{Name: "echo", Dialect: "echo"}}
 	}
@@ -165,6 +163,10 @@ func (c *Config) validate() error {
 		if u.Dialect == "" {
 			return fmt.Errorf("upstreams[%d]: no dialect", i)
 		}
+		d, ok := dialect(u.Dialect)
+		if !ok || d.Outbound == nil {
+			return fmt.Errorf("upstreams[%d]: unknown dialect %q (want one of %s)", i, u.Dialect, strings.Join(upstreamDialects(), ", "))
+		}
 		if u.Name == "" {
 			u.Name = u.Dialect
 		}
@@ -172,33 +174,25 @@ func (c *Config) validate() error {
 			u.Name = fmt.Sprintf("%s-%d", u.Dialect, n)
 		}
 		seen[u.Name] = true
-		if u.Dialect != "echo" && u.URL == "" {
-			return fmt.Errorf("upstream %s: no url", u.Name)
-		}
-		if u.Dialect != "echo" {
-			if err := checkURL(u.URL); err != nil {
-				return fmt.Errorf("upstream %s: url %q: %w", u.Name, u.URL, err)
-			}
+		if err := d.checkURL(u.Name, u.URL); err != nil {
+			return err
 		}
 		for _, o := range u.AllowOrigins {
-			if u.Dialect != "a2a" {
-				return fmt.Errorf("upstream %s: allow_origins is for a2a upstreams", u.Name)
+			if !d.Origins {
+				return fmt.Errorf("upstream %s: allow_origins is not for %s upstreams", u.Name, u.Dialect)
 			}
 			if err := checkURL(o); err != nil {
 				return fmt.Errorf("upstream %s: allow_origins %q: %w", u.Name, o, err)
 			}
 		}
-		if u.Stateful && u.Dialect != "responses" {
-			return fmt.Errorf("upstream %s: stateful is for responses upstreams", u.Name)
+		if u.Stateful && !d.Stateful {
+			return fmt.Errorf("upstream %s: stateful is not for %s upstreams", u.Name, u.Dialect)
 		}
-		switch u.Profile {
-		case "":
-		case "a2a", "adk":
-			if u.Dialect != "a2a" {
-				return fmt.Errorf("upstream %s: profile %q is for a2a upstreams", u.Name, u.Profile)
+		if u.Profile != "" && !slices.Contains(d.Profiles, u.Profile) {
+			if len(d.Profiles) == 0 {
+				return fmt.Errorf("upstream %s: a %s upstream takes no profile", u.Name, u.Dialect)
 			}
-		default:
-			return fmt.Errorf("upstream %s: unknown profile %q (want a2a or adk)", u.Name, u.Profile)
+			return fmt.Errorf("upstream %s: unknown profile %q (want %s)", u.Name, u.Profile, strings.Join(d.Profiles, " or "))
 		}
 	}
 	if err := c.validateFallbacks(); err != nil {
@@ -283,10 +277,10 @@ func (c *Config) validateFallbacks() error {
 	return nil
 }
 
-// fallbackChain lists the upstreams tried after the one named name, in
+// FallbackChain lists the upstreams tried after the one named name, in
 // order: each fallback, then its own fallbacks, each upstream once. The
 // config has been validated (no cycles).
-func (c *Config) fallbackChain(name string) []string {
+func (c *Config) FallbackChain(name string) []string {
 	byName := map[string]*Upstream{}
 	for i := range c.Upstreams {
 		byName[c.Upstreams[i].Name] = &c.Upstreams[i]

@@ -1,9 +1,10 @@
-package main
+package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,41 +15,33 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
-	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
-	inadk "github.com/bridge-dev/bridge/inbound/adk"
-	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
-	inhermes "github.com/bridge-dev/bridge/inbound/hermes"
-	inopenai "github.com/bridge-dev/bridge/inbound/openai"
-	inresponses "github.com/bridge-dev/bridge/inbound/responses"
 	"github.com/bridge-dev/bridge/inbound/runs"
-	a2awire "github.com/bridge-dev/bridge/mapping/a2a"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
-	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
-	outadk "github.com/bridge-dev/bridge/outbound/adk"
-	outanthropic "github.com/bridge-dev/bridge/outbound/anthropic"
-	"github.com/bridge-dev/bridge/outbound/echo"
-	outhermes "github.com/bridge-dev/bridge/outbound/hermes"
-	outopenai "github.com/bridge-dev/bridge/outbound/openai"
-	outresponses "github.com/bridge-dev/bridge/outbound/responses"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
-// Main is a running bridge: store, engine, handlers and listener. Run
-// serves until Close.
-type Main struct {
+// Package server turns a Config into a running bridge: the store, the
+// engine, an upstream client per configured upstream (behind its telemetry,
+// retries, breaker and fallbacks) and every inbound dialect's handler on one
+// listener. Everything it knows of a dialect is its row of the dialect
+// table (Dialects).
+//
+// Server is a running bridge. Run serves until Close.
+type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	store  *sqlite.Store
+	store  bridge.Store
 	engine *bridge.Engine
 	tel    *otel.Telemetry
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
 
-	// responses is the Responses dialect, which stores finished responses
-	// in the background: closed after the engine, before the store.
-	responses *inresponses.Handler
+	// closers are the inbound dialects with work in the background (the
+	// Responses dialect stores finished responses): closed after the
+	// engine, before the store.
+	closers []io.Closer
 
 	janitorStop chan struct{}
 	janitorDone chan struct{}
@@ -56,11 +49,26 @@ type Main struct {
 	closeErr    error
 }
 
-// NewMain sets up tracing and metrics from the OTEL_* environment (see
+// Options are what a Server may be given beside its Config: a tool that
+// embeds one (the load program) measures the store, or exports telemetry
+// elsewhere.
+type Options struct {
+	// Store wraps the store the server opens (nil: use it as it is).
+	Store func(*sqlite.Store) bridge.Store
+	// Telemetry is the OpenTelemetry setup (zero: from the OTEL_*
+	// environment only).
+	Telemetry otel.EnvConfig
+}
+
+// New sets up tracing and metrics from the OTEL_* environment (see
 // otel.FromEnv), opens the store, closes runs a crash left running, and
 // listens.
-func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err error) {
-	tel, err := otel.FromEnv(ctx, otel.EnvConfig{})
+func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ *Server, err error) {
+	var opt Options
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
+	tel, err := otel.FromEnv(ctx, opt.Telemetry)
 	if err != nil {
 		return nil, fmt.Errorf("opentelemetry: %w", err)
 	}
@@ -71,11 +79,15 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			_ = tel.Shutdown(sctx)
 		}
 	}()
-	store, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{})
+	db, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
 	}
-	m := &Main{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
+	var store bridge.Store = db
+	if opt.Store != nil {
+		store = opt.Store(db)
+	}
+	m := &Server{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
 	running, err := store.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
 	if err != nil {
 		store.Close()
@@ -83,27 +95,28 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	}
 
 	rt := &routes{model: cfg.Model}
-	counters := map[string]*outanthropic.Client{} // Anthropic upstreams, by name: they answer count_tokens
+	counters := map[string]tokenCounter{} // upstreams that answer count_tokens, by name
 	var secrets []string
 	for _, u := range cfg.Upstreams {
 		secrets = append(secrets, upstreamKey(u))
 	}
 	creds := outbound.NewCredentials(secrets...)
 	for _, u := range cfg.Upstreams {
-		up, err := newUpstream(u, cfg, tel, store)
-		if err != nil {
+		d, ok := dialect(u.Dialect)
+		if !ok || d.Outbound == nil {
 			store.Close()
-			return nil, err
+			return nil, fmt.Errorf("upstream %s: the bridge cannot call dialect %q", u.Name, u.Dialect)
 		}
+		up := d.Outbound(u, OutboundDeps{Key: upstreamKey(u), HTTP: outbound.NewHTTPClient(u.Timeouts, tel.Transport), IDs: store, EchoDelay: cfg.EchoDelay})
 		// Outermost first: one client span around the retries; retries go
 		// around the breaker, so an open breaker stops them at once; the
 		// credentials scrub is innermost, so nothing above it (spans,
 		// logs, the engine and its store) sees an upstream's quote of a key.
 		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
-		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up), outbound.Retry(u.Retry, idempotent(u.Dialect)), breaker.Middleware(),
+		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up, d.GenAI), outbound.Retry(u.Retry, d.Idempotent), breaker.Middleware(),
 			creds.Middleware(u.Name))
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
-		if c, ok := up.(*outanthropic.Client); ok {
+		if c, ok := up.(tokenCounter); ok {
 			counters[u.Name] = c
 		}
 	}
@@ -115,7 +128,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 		upByName[u.Name] = rt.upstreams[i].up
 	}
 	for i, u := range cfg.Upstreams {
-		chain := cfg.fallbackChain(u.Name)
+		chain := cfg.FallbackChain(u.Name)
 		if len(chain) == 0 {
 			continue
 		}
@@ -124,7 +137,7 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			fbs[j] = upByName[n]
 		}
 		rt.upstreams[i].up = outbound.NewFallback(upByName[u.Name], fbs, outbound.FallbackConfig{IDs: store, Logger: log,
-			Idempotent: func(up bridge.Upstream) bool { return idempotent(up.Dialect()) }, OnFallback: tel.OnFallback})
+			Idempotent: func(up bridge.Upstream) bool { d, ok := dialect(up.Dialect()); return ok && d.Idempotent }, OnFallback: tel.OnFallback})
 		log.Info("upstream fallbacks", "upstream", u.Name, "fallbacks", strings.Join(chain, ","))
 	}
 	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
@@ -155,18 +168,27 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 	}
 	// The inbound dialects: each serves its routes, renders its runs for the
 	// run API, and answers auth failures in its own error shape.
-	oa := inopenai.New(inopenai.Config{Engine: engine, Models: rt.Models, Logger: log})
-	aa := ina2a.New(ina2a.Config{Engine: engine, Model: cfg.Model, Card: cfg.A2A.card(), Logger: log})
-	an := inanthropic.New(inanthropic.Config{Engine: engine, CountTokens: countTokens(rt, counters), Logger: log})
-	ad := inadk.New(inadk.Config{Engine: engine, Store: store, Apps: rt.Models, Logger: log})
-	hm := inhermes.New(inhermes.Config{Engine: engine, Runs: store, Model: cfg.Model, Logger: log})
-	rs := inresponses.New(inresponses.Config{Engine: engine, Store: store, Logger: log})
-	m.responses = rs
-	served := []servedDialect{oa, aa, an, ad, hm, rs}
+	deps := InboundDeps{Engine: engine, Store: store, Log: log, Model: cfg.Model, Models: rt.Models,
+		CountTokens: countTokens(rt, counters), A2A: cfg.A2A}
+	var served []ServedDialect
+	for _, row := range Dialects {
+		if row.Inbound != nil {
+			served = append(served, row.Inbound(deps))
+		}
+	}
+	for _, d := range served {
+		if c, ok := d.(io.Closer); ok { // a dialect with work in the background (stored Responses)
+			m.closers = append(m.closers, c)
+		}
+	}
 
 	mux := http.NewServeMux()
 	byName := map[string]inbound.Dialect{}
+	var create http.Handler // POST /v1/runs, from the dialect that creates runs (Hermes)
 	for _, d := range served {
+		if c, ok := d.(interface{ CreateRun() http.Handler }); ok {
+			create = c.CreateRun()
+		}
 		byName[d.Name()] = d
 		for _, p := range d.Routes() {
 			mux.Handle(p, keys.Authenticate(d.Name(), d.WriteError, d))
@@ -179,9 +201,10 @@ func NewMain(ctx context.Context, cfg Config, log *slog.Logger) (_ *Main, err er
 			m.routes = append(m.routes, pd.PublicRoutes()...)
 		}
 	}
-	ra := runs.New(runs.Config{Engine: engine, Default: oa, Dialects: byName, Create: hm.CreateRun()})
+	def := served[0] // the run API answers in the first row's errors (openai)
+	ra := runs.New(runs.Config{Engine: engine, Default: def, Dialects: byName, Create: create})
 	for _, p := range ra.Routes() {
-		mux.Handle(p, keys.Authenticate("", oa.WriteError, ra))
+		mux.Handle(p, keys.Authenticate("", def.WriteError, ra))
 	}
 	m.routes = append(m.routes, ra.Routes()...)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -235,13 +258,6 @@ func resumeRuns(ctx context.Context, engine *bridge.Engine, rt *routes, running 
 	return ids
 }
 
-// servedDialect is an inbound dialect's handler.
-type servedDialect interface {
-	inbound.Dialect
-	http.Handler
-	Routes() []string
-}
-
 // loadKeys reads the inbound keys: BRIDGE_API_KEY (principal "default"),
 // BRIDGE_API_KEYS=k1,k2,... (each its own principal, named by a prefix of
 // the key's hash) and the config's keys (held as hashes). None: no auth.
@@ -275,38 +291,17 @@ func upstreamKey(u Upstream) string {
 	return os.Getenv("BRIDGE_UPSTREAM_API_KEY")
 }
 
-func newUpstream(u Upstream, cfg Config, tel *otel.Telemetry, store bridge.Store) (bridge.Upstream, error) {
-	key := upstreamKey(u)
-	switch u.Dialect {
-	case "echo":
-		return &echo.Upstream{Delay: cfg.EchoDelay}, nil
-	case "openai":
-		return outopenai.New(outopenai.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
-			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	case "anthropic":
-		return outanthropic.New(outanthropic.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Timeouts: u.Timeouts,
-			HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	case "hermes":
-		return outhermes.New(outhermes.Config{Name: u.Name, URL: u.URL, APIKey: key, Model: u.Model, IDs: store,
-			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	case "adk": // the api_server root; the app is the model name (or --model)
-		return outadk.New(outadk.Config{Name: u.Name, URL: u.URL, App: u.Model, APIKey: key, IDs: store,
-			Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	case "responses":
-		return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: key, Model: u.Model, Stateful: u.Stateful,
-			IDs: store, Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	case "a2a":
-		return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: key, IDs: store,
-			AllowOrigins: u.AllowOrigins, Timeouts: u.Timeouts, HTTPClient: outbound.NewHTTPClient(u.Timeouts, tel.Transport)}), nil
-	}
-	return nil, fmt.Errorf("upstream %s: dialect %q is not built yet", u.Name, u.Dialect)
+// tokenCounter is an upstream that counts a request's tokens (an
+// Anthropic upstream's count_tokens).
+type tokenCounter interface {
+	CountTokens(ctx context.Context, req *bridge.Request) (int64, error)
 }
 
 // countTokens answers Anthropic's count_tokens at the upstream the model
 // routes to when it is an Anthropic one (its own count, outside the
 // breaker and retries: counting is not a model call); ok is false for any
 // other upstream, and the inbound side estimates.
-func countTokens(rt *routes, counters map[string]*outanthropic.Client) func(context.Context, *bridge.Request) (int64, bool, error) {
+func countTokens(rt *routes, counters map[string]tokenCounter) func(context.Context, *bridge.Request) (int64, bool, error) {
 	return func(ctx context.Context, req *bridge.Request) (int64, bool, error) {
 		up, err := rt.Route(req.Model)
 		if err != nil {
@@ -321,25 +316,20 @@ func countTokens(rt *routes, counters map[string]*outanthropic.Client) func(cont
 	}
 }
 
-// idempotent reports whether a dialect's calls may be retried after the
-// upstream answered with an error: a model call has no effect worth
-// protecting; an agent's message may have started work.
-func idempotent(dialect string) bool {
-	switch dialect {
-	case "a2a", "adk", "hermes":
-		return false
-	}
-	return true
-}
+// Config is the configuration the server runs with.
+func (m *Server) Config() Config { return m.cfg }
+
+// Store is the server's store.
+func (m *Server) Store() bridge.Store { return m.store }
 
 // Addr is the address the bridge listens on.
-func (m *Main) Addr() string { return m.ln.Addr().String() }
+func (m *Server) Addr() string { return m.ln.Addr().String() }
 
 // Endpoints lists the served routes.
-func (m *Main) Endpoints() []string { return m.routes }
+func (m *Server) Endpoints() []string { return m.routes }
 
 // Run serves until Close; it returns nil after a Close.
-func (m *Main) Run() error {
+func (m *Server) Run() error {
 	err := m.srv.Serve(m.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -350,7 +340,7 @@ func (m *Main) Run() error {
 // Close stops accepting, lets streams end until ctx is done, interrupts the
 // runs still going, closes the store, and flushes the spans and metrics
 // still buffered.
-func (m *Main) Close(ctx context.Context) error {
+func (m *Server) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		err := m.srv.Shutdown(ctx)
 		if err != nil {
@@ -364,7 +354,9 @@ func (m *Main) Close(ctx context.Context) error {
 			ectx = ctx
 		}
 		_ = m.engine.Close(ectx)
-		_ = m.responses.Close()
+		for _, c := range m.closers {
+			_ = c.Close()
+		}
 		m.closeErr = m.store.Close()
 		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer tcancel()
@@ -376,7 +368,7 @@ func (m *Main) Close(ctx context.Context) error {
 }
 
 // janitor deletes events of runs that ended more than the retention ago.
-func (m *Main) janitor() {
+func (m *Server) janitor() {
 	defer close(m.janitorDone)
 	every := min(m.cfg.Retention/10, 10*time.Minute)
 	every = max(every, time.Second)
