@@ -75,136 +75,203 @@ func (r *result) fail(format string, args ...any) {
 // soak runs the whole thing: build, start, load, (crash, restart), check.
 func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err error) {
 	res = &result{opt: opt, byOutcome: map[string]int{}, byDialect: map[string]int{}, faultKinds: map[fault]int{}, errCodes: map[string]int{}}
-	dir := opt.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "bridgesoak-"); err != nil {
-			return nil, err
+	s := &soakRun{opt: opt, res: res, logw: logw}
+	defer func() { s.close(err) }()
+	if err := s.start(ctx); err != nil {
+		return res, err
+	}
+	records, err := s.warmup(ctx)
+	if err != nil {
+		return res, err
+	}
+	load, killTime, err := s.load(ctx)
+	if err != nil {
+		return res, err
+	}
+	return res, s.check(ctx, records, load, killTime)
+}
+
+// soakRun is one soak: its directory, the fake upstream, the bridge under
+// load and its client, and what to undo at the end (last first).
+type soakRun struct {
+	opt  options
+	res  *result
+	logw io.Writer
+
+	dir, bin, addr   string
+	cfgPath, dbPath  string
+	logPath          string
+	args             []string // the bridge's, to restart it the same way
+	up               *fakeUpstream
+	p                *bridgeProc
+	cl               *soakClient
+	undo             []func()
+	removeDirIfClean bool
+
+	loadMark  int64         // the log's size when the load began
+	cpuBefore time.Duration // the bridge's CPU time then
+}
+
+func (s *soakRun) logf(format string, args ...any) {
+	fmt.Fprintf(s.logw, "bridgesoak: "+format+"\n", args...)
+}
+
+// close undoes what start did; the directory goes too unless it was given,
+// asked to be kept, or something failed.
+func (s *soakRun) close(err error) {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	if !s.removeDirIfClean {
+		return
+	}
+	if s.opt.keep || err != nil || len(s.res.failures) > 0 {
+		s.res.kept = true
+		return
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+// start makes the directory, builds the bridge, starts the fake upstream
+// (and, for a crash over A2A, an agent bridge in front of it) and the
+// bridge under load.
+func (s *soakRun) start(ctx context.Context) error {
+	opt, res := s.opt, s.res
+	var err error
+	s.dir = opt.dir
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "bridgesoak-"); err != nil {
+			return err
 		}
-		defer func() {
-			if opt.keep || err != nil || len(res.failures) > 0 {
-				res.kept = true
-				return
-			}
-			_ = os.RemoveAll(dir)
-		}()
+		s.removeDirIfClean = true
 	} else {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return err
 		}
 		res.kept = true
 	}
-	res.dir = dir
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(logw, "bridgesoak: "+format+"\n", args...)
-	}
+	res.dir = s.dir
 
-	bin := opt.bridge
-	if bin == "" {
-		logf("building the bridge")
-		if bin, err = buildBridge(ctx, dir, opt.race); err != nil {
-			return res, err
+	s.bin = opt.bridge
+	if s.bin == "" {
+		s.logf("building the bridge")
+		if s.bin, err = buildBridge(ctx, s.dir, opt.race); err != nil {
+			return err
 		}
 	}
-	up, err := startUpstream()
-	if err != nil {
-		return res, err
+	if s.up, err = startUpstream(); err != nil {
+		return err
 	}
-	defer up.Close()
+	s.undo = append(s.undo, s.up.Close)
 
-	cfgPath := filepath.Join(dir, "soak.yaml")
+	s.cfgPath = filepath.Join(s.dir, "soak.yaml")
 	cfg := fmt.Sprintf("max_runs_per_principal: %d\nshutdown_grace: 30s\n", opt.concurrency+64)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return res, err
+	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
 	}
-	dbPath := filepath.Join(dir, "soak.db")
-	addr, err := freeAddr()
+	s.dbPath = filepath.Join(s.dir, "soak.db")
+	if s.addr, err = freeAddr(); err != nil {
+		return err
+	}
+	upstream, err := s.upstreamFlag(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	upstream := "openai=" + up.BaseURL()
-	switch opt.upstreamDialect {
-	case dialectAnthropic:
-		upstream = "anthropic=" + up.URL() // the root, as the Anthropic SDK takes it
-	case dialectA2A:
-		upstream = "a2a=" + up.URL() // the agent's base: its card is at the well-known path
-		if opt.crash {
-			// The agent is another bridge serving A2A over the fake OpenAI
-			// upstream: after the SIGKILL the restarted bridge resubscribes
-			// to its tasks with Last-Event-ID, and it replays what they
-			// streamed meanwhile (a2a-go's server would not).
-			agentAddr, err := freeAddr()
-			if err != nil {
-				return res, err
-			}
-			agent, err := startBridge(ctx, bin, agentAddr, filepath.Join(dir, "agent.log"), 0,
-				"--db", filepath.Join(dir, "agent.db"), "--config", cfgPath, "--upstream", "openai="+up.BaseURL())
-			if err != nil {
-				return res, fmt.Errorf("agent bridge: %w", err)
-			}
-			defer func() { _ = agent.stop(40 * time.Second) }()
-			upstream = "a2a=http://" + agentAddr
-		}
+	s.args = []string{"--db", s.dbPath, "--config", s.cfgPath, "--upstream", upstream}
+	s.logPath = filepath.Join(s.dir, "bridge.log")
+	if s.p, err = startBridge(ctx, s.bin, s.addr, s.logPath, opt.gtrace, s.args...); err != nil {
+		return err
 	}
-	args := []string{"--db", dbPath, "--config", cfgPath, "--upstream", upstream}
-	logPath := filepath.Join(dir, "bridge.log")
-	p, err := startBridge(ctx, bin, addr, logPath, opt.gtrace, args...)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
+	p := s.p
+	s.undo = append(s.undo, func() {
 		select {
 		case <-p.exited:
 		default:
 			p.kill()
 		}
-	}()
-	cl := newSoakClient("http://"+addr, opt.concurrency+16, opt.dialects)
-	defer cl.closeIdle()
+	})
+	s.cl = newSoakClient("http://"+s.addr, opt.concurrency+16, opt.dialects)
+	s.undo = append(s.undo, s.cl.closeIdle)
+	return nil
+}
 
-	// Warm up (first requests start pools and the GC's workers), then take
-	// the baseline with every idle connection closed.
+// upstreamFlag is the bridge's --upstream for the soak's upstream dialect.
+func (s *soakRun) upstreamFlag(ctx context.Context) (string, error) {
+	switch s.opt.upstreamDialect {
+	case dialectAnthropic:
+		return "anthropic=" + s.up.URL(), nil // the root, as the Anthropic SDK takes it
+	case dialectA2A:
+		if !s.opt.crash {
+			return "a2a=" + s.up.URL(), nil // the agent's base: its card is at the well-known path
+		}
+		// The agent is another bridge serving A2A over the fake OpenAI
+		// upstream: after the SIGKILL the restarted bridge resubscribes to
+		// its tasks with Last-Event-ID, and it replays what they streamed
+		// meanwhile (a2a-go's server would not).
+		agentAddr, err := freeAddr()
+		if err != nil {
+			return "", err
+		}
+		agent, err := startBridge(ctx, s.bin, agentAddr, filepath.Join(s.dir, "agent.log"), 0,
+			"--db", filepath.Join(s.dir, "agent.db"), "--config", s.cfgPath, "--upstream", "openai="+s.up.BaseURL())
+		if err != nil {
+			return "", fmt.Errorf("agent bridge: %w", err)
+		}
+		s.undo = append(s.undo, func() { _ = agent.stop(40 * time.Second) })
+		return "a2a=http://" + agentAddr, nil
+	}
+	return "openai=" + s.up.BaseURL(), nil
+}
+
+// warmup sends the unmeasured first streams (they start pools and the
+// GC's workers), then takes the goroutine baseline with every idle
+// connection closed.
+func (s *soakRun) warmup(ctx context.Context) ([]*streamRecord, error) {
+	opt := s.opt
 	var records []*streamRecord
 	for i := range opt.warmup {
-		s := script{id: 1_000_000_000 + int64(i), chunks: 10, pace: time.Millisecond, fault: faultNone}
+		sc := script{id: 1_000_000_000 + int64(i), chunks: 10, pace: time.Millisecond, fault: faultNone}
 		sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
-		records = append(records, cl.stream(sctx, s))
+		records = append(records, s.cl.stream(sctx, sc))
 		cancel()
 	}
-	res.warmup = opt.warmup
+	s.res.warmup = opt.warmup
 	if opt.gtrace > 0 {
-		cl.closeIdle()
-		up.closeIdle()
+		s.cl.closeIdle()
+		s.up.closeIdle()
 		time.Sleep(200 * time.Millisecond)
-		n, err := p.goroutinesAfter(ctx, p.logSize(), 3*opt.gtrace+5*time.Second)
+		n, err := s.p.goroutinesAfter(ctx, s.p.logSize(), 3*opt.gtrace+5*time.Second)
 		if err != nil {
-			return res, fmt.Errorf("goroutines before the load: %w", err)
+			return nil, fmt.Errorf("goroutines before the load: %w", err)
 		}
-		res.goroutinesBefore = n
+		s.res.goroutinesBefore = n
 	}
-	loadMark := p.logSize()
-	cpuBefore, _ := p.cpu()
+	return records, nil
+}
 
-	// The load.
-	logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, addr, map[bool]string{true: ", SIGKILL at " + opt.crashAfter.String()}[opt.crash])
+// load runs opt.concurrency clients until the duration is over (or the
+// SIGKILL), and returns their streams, in script order, and when the kill
+// came.
+func (s *soakRun) load(ctx context.Context) (load []*streamRecord, killTime time.Time, err error) {
+	opt, res, p := s.opt, s.res, s.p
+	s.loadMark = p.logSize()
+	s.cpuBefore, _ = p.cpu()
+	s.logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, s.addr, map[bool]string{true: ", SIGKILL at " + opt.crashAfter.String()}[opt.crash])
 	var (
 		mu        sync.Mutex
-		load      []*streamRecord
 		next      atomic.Int64
 		active    atomic.Int64
 		maxActive atomic.Int64
 		stopping  atomic.Bool
-		killTime  time.Time
 		wg        sync.WaitGroup
 	)
 	start := time.Now()
 	deadline := start.Add(opt.duration)
 	walDone := make(chan struct{})
 	walPeak := make(chan int64, 1)
-	go func() { walPeak <- peakSize(dbPath+"-wal", 100*time.Millisecond, walDone) }()
+	go func() { walPeak <- peakSize(s.dbPath+"-wal", 100*time.Millisecond, walDone) }()
 	if opt.crash {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			t := time.NewTimer(opt.crashAfter)
 			defer t.Stop()
 			select {
@@ -216,7 +283,7 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 				res.peakRSS = peak
 			}
 			if c, err := p.cpu(); err == nil {
-				res.cpuLoad = c - cpuBefore
+				res.cpuLoad = c - s.cpuBefore
 			}
 			stopping.Store(true)
 			mu.Lock()
@@ -224,20 +291,18 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 			mu.Unlock()
 			p.kill()
 			res.killedAt = time.Since(start)
-			logf("SIGKILL at %s", res.killedAt.Round(time.Millisecond))
-		}()
+			s.logf("SIGKILL at %s", res.killedAt.Round(time.Millisecond))
+		})
 	}
 	for range opt.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for !stopping.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
-				s := opt.script(next.Add(1))
+				sc := opt.script(next.Add(1))
 				n := active.Add(1)
 				for m := maxActive.Load(); n > m && !maxActive.CompareAndSwap(m, n); m = maxActive.Load() {
 				}
 				sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
-				rec := cl.stream(sctx, s)
+				rec := s.cl.stream(sctx, sc)
 				cancel()
 				active.Add(-1)
 				mu.Lock()
@@ -250,25 +315,31 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	res.loadTime = time.Since(start)
 	close(walDone)
 	res.walPeak = <-walPeak
 	res.maxActive = maxActive.Load()
-	res.upstreamRequests = up.requests.Load()
+	res.upstreamRequests = s.up.requests.Load()
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("the load: %w", err)
+		return nil, killTime, fmt.Errorf("the load: %w", err)
 	}
-	logf("%d streams in %s", len(load), res.loadTime.Round(time.Millisecond))
+	s.logf("%d streams in %s", len(load), res.loadTime.Round(time.Millisecond))
 	slices.SortFunc(load, func(a, b *streamRecord) int { return int(a.script.id - b.script.id) })
+	return load, killTime, nil
+}
 
+// check stops the bridge (or, after a crash, restarts it and checks what it
+// finds), then judges the clients' streams, the log and the store.
+func (s *soakRun) check(ctx context.Context, records, load []*streamRecord, killTime time.Time) error {
+	opt, res, p := s.opt, s.res, s.p
 	if !opt.crash {
 		if c, err := p.cpu(); err == nil {
-			res.cpuLoad = c - cpuBefore
+			res.cpuLoad = c - s.cpuBefore
 		}
-		res.afterLoad(ctx, p, cl, up, loadMark)
+		res.afterLoad(ctx, p, s.cl, s.up, s.loadMark)
 		if err := p.stop(40 * time.Second); err != nil {
 			res.exit = err.Error()
 			res.fail("bridge serve did not exit cleanly on SIGTERM: %v", err)
@@ -276,10 +347,10 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 			res.exit = "exit 0 on SIGTERM"
 		}
 	} else {
-		res.crashed(ctx, opt, bin, addr, args, dbPath, load, killTime)
+		res.crashed(ctx, opt, s.bin, s.addr, s.args, s.dbPath, load, killTime)
 		// The restarted bridge has exited by now (crashed stops it).
 	}
-	if counts, err := logLines(logPath); err == nil {
+	if counts, err := logLines(s.logPath); err == nil {
 		res.logCounts = counts
 		res.breakerLogLines = counts["WARN circuit breaker state change"]
 	}
@@ -287,23 +358,23 @@ func soak(ctx context.Context, opt options, logw io.Writer) (res *result, err er
 		res.fail("the circuit breaker changed state %d times (log)", res.breakerLogLines)
 	}
 
-	res.judgeClients(load, killTime, up.outcomesOf())
-	st, err := res.checkStore(ctx, dbPath, append(records, load...))
+	res.judgeClients(load, killTime, s.up.outcomesOf())
+	st, err := res.checkStore(ctx, s.dbPath, append(records, load...))
 	if err != nil {
-		return res, err
+		return err
 	}
 	if opt.crash && st != nil {
 		models := map[string]bool{}
 		for _, sr := range st.runs {
 			models[sr.model] = true
 		}
-		for id, o := range up.outcomesOf() {
+		for id, o := range s.up.outcomesOf() {
 			if id < 1_000_000_000 && !models[opt.script(id).model()] {
 				res.unrecorded += len(o)
 			}
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // script is the load's k-th stream: its length and pace vary with k, and
