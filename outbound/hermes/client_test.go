@@ -2,6 +2,8 @@ package hermes
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +202,17 @@ func TestClientStop(t *testing.T) {
 	if _, stops, _ := srv.Snapshot(); len(stops) != 1 {
 		t.Errorf("stops %v", stops)
 	}
+	// The upstream run stopped: its status is cancelled.
+	resp, err := http.Get(srv.URL + "/v1/runs/" + evs[0].ResponseID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Status string }
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if st.Status != "cancelled" {
+		t.Errorf("the upstream run is %q", st.Status)
+	}
 	// A steer through the call reaches the running upstream run; after
 	// the end it is refused.
 	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s2", Messages: []bridge.Message{user("slow again")}})
@@ -230,5 +243,112 @@ func TestClientStop(t *testing.T) {
 	}
 	if err := c.Steer(t.Context(), "run_nope", "x"); bridge.ErrorCode(err) != bridge.CodeNotFound {
 		t.Errorf("steer %v", err)
+	}
+}
+
+// TestClientResume: a session stream that breaks mid-turn is resumed after
+// the last frame read (Last-Event-ID "<run_id>:<seq>"): the answer once,
+// completed. A server that cannot resume (Hermes' own) fails the call with
+// an error that says the stream broke and resuming failed.
+func TestClientResume(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	srv.Resumable, srv.CutAfter = true, 4
+	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := collect(t, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(evs); got != "you said: tell me one two three four" {
+		t.Errorf("text %q", got)
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusCompleted {
+		t.Errorf("final %+v", f)
+	}
+	seen := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Kind == bridge.KindTextDelta && seen[ev.UpstreamID] {
+			t.Errorf("frame %s twice", ev.UpstreamID)
+		}
+		seen[ev.UpstreamID] = true
+	}
+	if r := srv.Resumes(); len(r) != 1 || !strings.HasSuffix(r[0], ":4") {
+		t.Errorf("resumes %q", r)
+	}
+
+	plain := hermestest.New()
+	defer plain.Close()
+	plain.CutAfter = 4
+	c = New(Config{URL: plain.URL, IDs: &memIDs{}})
+	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = collect(t, call); bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "resuming it failed") {
+		t.Errorf("err %v", err)
+	}
+}
+
+// TestClientResumeAfterRestart: Resume, given the events a bridge had
+// committed of a run, reads the rest of the upstream run after them: the
+// answer once, the agent's tool result paired with its call (the frame
+// names no call id), completed.
+func TestClientResumeAfterRestart(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	srv.Resumable = true
+	ids := &memIDs{}
+	c := New(Config{Name: "h", URL: srv.URL, IDs: ids})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tool and one two three")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed []bridge.Event
+	upRun := ""
+	for ev, err := range call.Events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = append(committed, ev)
+		if ev.Kind == bridge.KindMessageStarted {
+			upRun = ev.ResponseID
+		}
+		if ev.Kind == bridge.KindToolCallDone {
+			break // the bridge dies here, before the tool's result
+		}
+	}
+	if _, err := c.Resume(t.Context(), &bridge.Request{}, &bridge.Run{ID: "r1", UpstreamRunID: upRun}, committed); bridge.ErrorCode(err) != bridge.CodeUnsupported {
+		t.Errorf("resume without a session: %v", err)
+	}
+	call, err = c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: upRun}, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := collect(t, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(committed, rest...)
+	if got := text(all); got != "you said: tool and one two three" {
+		t.Errorf("text %q", got)
+	}
+	results := 0
+	for _, ev := range all {
+		if ev.Kind == bridge.KindToolResult {
+			results++
+			if ev.ToolResult.CallID != all[2].ToolCall.ID {
+				t.Errorf("the result of %s, the call was %s", ev.ToolResult.CallID, all[2].ToolCall.ID)
+			}
+		}
+	}
+	if f := final(rest); results != 1 || f == nil || f.Status != bridge.StatusCompleted || f.Usage.Total() != 15 {
+		t.Errorf("results %d final %+v", results, f)
+	}
+	if r := srv.Resumes(); len(r) != 1 || r[0] != upRun+":"+committed[len(committed)-1].UpstreamID {
+		t.Errorf("resumes %q", r)
 	}
 }
