@@ -109,17 +109,63 @@ func EventID(run string, seq int64) string {
 	return run + ":" + strconv.FormatInt(seq, 10)
 }
 
-// ParseEventID splits a cursor made by EventID. ok is false for anything else.
+// ParseEventID splits a cursor made by EventID. ok is false for anything
+// else, a FrameID included (ParseFrameID reads both).
 func ParseEventID(id string) (run string, seq int64, ok bool) {
+	run, seq, frame, ok := ParseFrameID(id)
+	if !ok || frame != 0 {
+		return "", 0, false
+	}
+	return run, seq, true
+}
+
+// FrameID renders the id of frame k (1, 2, ...) of the wire frames event
+// seq of run renders, for every frame but the last: an event that renders
+// as several frames (a Chat Completions finish chunk and usage chunk) gives
+// each its own cursor, "run:seq.k", and its last frame keeps EventID, so
+// "run:seq" still means "after all of event seq". Ids order as the frames
+// do: run:seq.1 < run:seq.2 < run:seq < run:seq+1.1.
+func FrameID(run string, seq int64, k int) string {
+	return run + ":" + strconv.FormatInt(seq, 10) + "." + strconv.Itoa(k)
+}
+
+// ParseFrameID splits a cursor made by EventID (frame is 0: the event's
+// last frame) or by FrameID (frame is k >= 1). ok is false for anything
+// else.
+func ParseFrameID(id string) (run string, seq int64, frame int, ok bool) {
 	i := strings.LastIndexByte(id, ':')
 	if i <= 0 {
-		return "", 0, false
+		return "", 0, 0, false
 	}
-	seq, err := strconv.ParseInt(id[i+1:], 10, 64)
-	if err != nil || seq < 0 {
-		return "", 0, false
+	s, k, dotted := strings.Cut(id[i+1:], ".")
+	if !digits(s) || dotted && !digits(k) {
+		return "", 0, 0, false
 	}
-	return id[:i], seq, true
+	seq, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	if dotted {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 {
+			return "", 0, 0, false
+		}
+		frame = n
+	}
+	return id[:i], seq, frame, true
+}
+
+// digits reports whether s is a non-empty run of ASCII digits (no sign).
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Opaque is data only one provider understands (per-part provider data,

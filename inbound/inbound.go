@@ -41,7 +41,11 @@ type Dialect interface {
 	// WriteError writes err in the dialect's error shape.
 	WriteError(w http.ResponseWriter, err error)
 	// ServeEvents streams run's events to the client as the dialect's
-	// stream would have carried them, each frame with its event id.
+	// stream carried them, each frame with its id. events start where
+	// such a stream started (the run's first, or the event after a final
+	// the run was continued from; see Resume), so an encoder made fresh
+	// renders the frames byte for byte; w may drop the leading ones
+	// (SkipFrames).
 	ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream)
 	// History renders a history page in the chatkit shape of the dialect.
 	History(p *bridge.HistoryPage) ([]byte, error)

@@ -282,7 +282,8 @@ func (openaiClient) events(ctx context.Context, t *testing.T, b *bridgeUT, runID
 	resp := getEvents(ctx, t, b, runID, lastEventID)
 	defer resp.Body.Close()
 	obs := readReplay(t, "events of "+runID, resp, runID)
-	validateChatStream(t, obs, streamCheck{runID: runID, model: matrixModel, includeUsage: tr.stream && tr.includeUsage, complete: true})
+	validateChatStream(t, obs, streamCheck{runID: runID, model: matrixModel, includeUsage: tr.stream && tr.includeUsage, complete: true,
+		resumed: lastEventID != ""})
 	return obs
 }
 
@@ -296,20 +297,23 @@ type streamCheck struct {
 	// complete: the stream was read to its end (not dropped), so it must be
 	// terminated properly.
 	complete bool
+	// resumed: the stream goes on after a frame its client has (a replay
+	// after Last-Event-ID), so its first chunk is not the stream's first.
+	resumed bool
 }
 
 // validateChatStream checks obs.frames against the grammar of the Chat
 // Completions stream the bridge emits, and fills obs with what they say:
 //
-//   - every frame has one id: line (an event id of the run, seqs increasing;
-//     only the usage chunk repeats the finish chunk's id) and one data: line;
-//     data: [DONE] has no id;
+//   - every frame has one id: line (a frame id of the run, each frame's its
+//     own, increasing) and one data: line; data: [DONE] has no id;
 //   - JSON chunks have id, object "chat.completion.chunk", created and model,
 //     the same on every chunk, and choices: one choice with index 0, a delta
 //     and a finish_reason key (null until the finish), or none in the usage
 //     chunk;
-//   - the first chunk has delta.role "assistant", no later one has a role;
-//     no chunk is empty;
+//   - the first chunk has delta.role "assistant" (of a resumed stream none
+//     has: its client has the first), no later one has a role; no chunk is
+//     empty;
 //   - tool_calls: index on every delta; id, type "function" and name exactly
 //     on the first delta of an index; no empty arguments on later deltas;
 //     indices appear in order, contiguous from 0;
@@ -331,7 +335,7 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 		problems  []string
 		chunkID   string
 		created   json.Number
-		lastSeq   int64 = -1
+		lastPos   = framePos{-1, 0}
 		lastID    string
 		chunks    int
 		finishes  int
@@ -365,14 +369,17 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 			}
 			continue
 		}
-		// The id: one per frame, an event id of the run.
-		seq := int64(-1)
+		// The id: one per frame, a frame id of the run, each frame's its
+		// own, after the one before.
 		if f.idN != 1 {
 			bad("%d id lines, want 1", f.idN)
-		} else if run, s, ok := bridge.ParseEventID(f.id); !ok || (c.runID != "" && run != c.runID) {
+		} else if run, pos, ok := parseFramePos(f.id); !ok || (c.runID != "" && run != c.runID) {
 			bad("id %q is not an event id of run %s", f.id, c.runID)
 		} else {
-			seq = s
+			if !lastPos.before(pos) {
+				bad("id %q does not follow id %q", f.id, lastID)
+			}
+			lastPos, lastID = pos, f.id
 		}
 		var m map[string]json.RawMessage
 		dec := json.NewDecoder(strings.NewReader(data))
@@ -389,9 +396,6 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 			if finishes > 0 {
 				bad("an error frame after the finish chunk")
 			}
-			if seq >= 0 && seq <= lastSeq {
-				bad("seq %d after seq %d", seq, lastSeq)
-			}
 			e, err := parseErrorObject(raw)
 			if err != nil {
 				bad("error frame: %v", err)
@@ -401,7 +405,6 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 			if len(m) != 1 {
 				bad("error frame has keys besides error")
 			}
-			lastSeq, lastID = max(lastSeq, seq), f.id
 			continue
 		}
 		if errFrames > 0 {
@@ -461,22 +464,14 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 			if usages > 1 {
 				bad("a second usage chunk")
 			}
-			if seq >= 0 && seq < lastSeq || seq == lastSeq && f.id != lastID {
-				bad("seq %d after seq %d", seq, lastSeq)
-			}
 			u, err := parseUsage(uraw)
 			if err != nil || u == nil {
 				bad("usage chunk: usage %s: %v", uraw, err)
 			} else {
 				obs.usage = u
 			}
-			lastSeq, lastID = max(lastSeq, seq), f.id
 			continue
 		}
-		if seq >= 0 && seq <= lastSeq {
-			bad("seq %d does not follow seq %d", seq, lastSeq)
-		}
-		lastSeq, lastID = max(lastSeq, seq), f.id
 		switch {
 		case c.includeUsage && (!hasUsage || string(uraw) != "null"):
 			bad(`include_usage was asked: every chunk but the last carries "usage":null`)
@@ -511,10 +506,10 @@ func checkChatStream(obs *observation, c streamCheck) []string {
 		said := false
 		role, hasRole := ch.Delta["role"]
 		switch {
-		case chunks == 1 && string(role) != `"assistant"`:
+		case chunks == 1 && !c.resumed && string(role) != `"assistant"`:
 			bad(`the first chunk has no delta.role "assistant"`)
-		case chunks > 1 && hasRole:
-			bad("delta.role on a chunk after the first")
+		case (chunks > 1 || c.resumed) && hasRole:
+			bad("delta.role on a chunk after the stream's first")
 		}
 		for _, k := range sortedKeys(ch.Delta) {
 			v := ch.Delta[k]

@@ -152,7 +152,7 @@ func TestSDKStreamsFromEcho(t *testing.T) {
 	tap.mu.Lock()
 	raw := tap.buf.String()
 	tap.mu.Unlock()
-	var lastSeq int64
+	var lastPos framePos
 	events := strings.Split(strings.TrimSuffix(raw, "\n\n"), "\n\n")
 	for i, ev := range events {
 		if ev == "data: [DONE]" {
@@ -162,11 +162,11 @@ func TestSDKStreamsFromEcho(t *testing.T) {
 			continue
 		}
 		id, ok := strings.CutPrefix(strings.SplitN(ev, "\n", 2)[0], "id: ")
-		run, seq, okID := bridge.ParseEventID(id)
-		if !ok || !okID || run != runID || seq < lastSeq {
-			t.Fatalf("event %d has id %q (run %s, after seq %d):\n%s", i, id, runID, lastSeq, ev)
+		run, pos, okID := parseFramePos(id)
+		if !ok || !okID || run != runID || !lastPos.before(pos) {
+			t.Fatalf("event %d has id %q (run %s, after %v):\n%s", i, id, runID, lastPos, ev)
 		}
-		lastSeq = seq
+		lastPos = pos
 	}
 
 	// The run and its events are in the file.
@@ -182,7 +182,7 @@ func TestSDKStreamsFromEcho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Status != bridge.StatusCompleted || stored.SessionID != session || stored.LastSeq != lastSeq {
+	if stored.Status != bridge.StatusCompleted || stored.SessionID != session || stored.LastSeq != lastPos[0] {
 		t.Errorf("stored run = %+v", stored)
 	}
 	evs, err := store.Events(t.Context(), runID, 0, 0)
@@ -193,8 +193,8 @@ func TestSDKStreamsFromEcho(t *testing.T) {
 	for _, ev := range evs {
 		storedText.WriteString(ev.Text)
 	}
-	if int64(len(evs)) != lastSeq || storedText.String() != prompt {
-		t.Errorf("stored %d events with text %q; want %d with %q", len(evs), storedText.String(), lastSeq, prompt)
+	if int64(len(evs)) != lastPos[0] || storedText.String() != prompt {
+		t.Errorf("stored %d events with text %q; want %d with %q", len(evs), storedText.String(), lastPos[0], prompt)
 	}
 }
 

@@ -454,53 +454,32 @@ func (h *Handler) dropped(ctx context.Context, runID string, d []string) {
 }
 
 // ServeEvents implements inbound.Dialect: the run API's replay of a run
-// as run_sse frames, ending with [DONE]. A replay after a cursor folds the
-// events before it first, so the complete events it writes are whole.
+// as the run_sse frames its client was sent, ending with [DONE]. events
+// start where that stream started (inbound.Resume), so a fresh encoder
+// with the run's options renders the very frames.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
 	var rd render
 	_ = json.Unmarshal(run.Render, &rd)
 	if rd.Author == "" {
 		rd.Author = run.Model
 	}
-	enc := wire.NewEncoder(wire.EncoderOptions{Author: rd.Author, Streaming: true})
-	next, stop := iter.Pull2(events)
-	defer stop()
-	first, ferr, ok := next()
-	if ok && ferr == nil && first.Seq > 1 {
-		if _, prior, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0); err == nil {
-			for ev, err := range prior {
-				if err != nil || ev.Seq >= first.Seq {
-					break
-				}
-				enc.Skip(&ev)
-			}
-		}
-		enc.Resumed(bridge.EventID(run.ID, first.Seq-1))
-	}
+	enc := wire.NewEncoder(wire.EncoderOptions{Author: rd.Author, Streaming: rd.Streaming})
 	inbound.SetDropped(w.Header(), run.Dropped)
 	w.Header().Set("X-Run-Id", run.ID)
 	sw := inbound.NewSSEWriter(w)
 	w.WriteHeader(http.StatusOK)
 	var buf []byte
-	write := func(ev *bridge.Event) bool {
+	for ev, err := range events {
+		if err != nil || enc.Done() {
+			break
+		}
 		buf = buf[:0]
-		for _, o := range enc.Encode(ev) {
+		for _, o := range enc.Encode(&ev) {
 			buf, _ = wire.AppendSSE(buf, &o)
 		}
-		if len(buf) == 0 {
-			return true
-		}
-		_, err := sw.Write(buf)
-		return err == nil
-	}
-	if ok && ferr == nil {
-		if !write(&first) {
-			return
-		}
-		for !enc.Done() {
-			ev, err, ok := next()
-			if !ok || err != nil || !write(&ev) {
-				break
+		if len(buf) > 0 {
+			if _, err := sw.Write(buf); err != nil {
+				return
 			}
 		}
 	}

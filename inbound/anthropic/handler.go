@@ -3,7 +3,6 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -190,40 +189,19 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 	}
 	// The header says what the inbound decoder dropped; the trailer the
 	// whole list, the outbound's included.
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, 0)
-}
-
-// gate passes writes through once opened; before, it discards them (the
-// frames a resumed stream's client already has).
-type gate struct {
-	w    io.Writer
-	open bool
-}
-
-func (g *gate) Write(p []byte) (int, error) {
-	if !g.open {
-		return len(p), nil
-	}
-	return g.w.Write(p)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, next)
 }
 
 // serveEvents writes SSE frames for the held events, then for the rest,
-// with a ping after every PingInterval of silence. With prefix > 0 the
-// encoder first renders the run's events up to seq prefix without writing
-// them, so the stream goes on exactly where the client's left off.
+// with a ping after every PingInterval of silence.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), prefix int64) {
+	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool)) {
 	inbound.SetDropped(w.Header(), dropped)
 	// Every event is flushed on its own (no inbound.Batch): each upstream
 	// chunk reaches the client as the matching Anthropic event, never
 	// merged with the next one in a flush.
 	sw := inbound.NewSSEWriter(w)
-	g := &gate{w: sw, open: prefix <= 0}
-	enc := wire.NewStreamEncoder(g, opt)
-	if prefix > 0 {
-		h.replayPrefix(r, run, enc, prefix)
-		g.open = true
-	}
+	enc := wire.NewStreamEncoder(sw, opt)
 	w.WriteHeader(http.StatusOK)
 	p := newPinger(enc, sw, h.cfg.PingInterval)
 	defer p.close()
@@ -318,50 +296,15 @@ func (p *pinger) close() {
 	p.t.Stop()
 }
 
-// replayPrefix feeds the encoder the run's events up to seq upTo.
-func (h *Handler) replayPrefix(r *http.Request, run *bridge.Run, enc *wire.StreamEncoder, upTo int64) {
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	_, events, err := h.cfg.Engine.Subscribe(ctx, run.ID, 0)
-	if err != nil {
-		return
-	}
-	for ev, err := range events {
-		if err != nil || ev.Seq > upTo {
-			return
-		}
-		_ = enc.Encode(&ev)
-		if ev.Seq == upTo {
-			return
-		}
-	}
-}
-
 // ServeEvents implements inbound.Dialect: a replay (and follow) of a run's
 // events as the Messages stream its client was sent, each frame with its
-// event id. A replay after a cursor (Last-Event-ID) continues the stream
-// the client was reading: the frames up to the cursor are rendered but not
-// sent, so block indices and the open block carry on, and the remaining
-// frames are byte for byte the ones the live stream had.
+// id. The events start where that stream started (inbound.Resume), so a
+// fresh encoder renders its frames byte for byte, block indices and the
+// open block included; the run API drops those before the cursor.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
 	next, stop := iter.Pull2(events)
 	defer stop()
-	opt := streamOptions(run, "")
-	var held []bridge.Event
-	var prefix int64
-	ev, err, ok := next()
-	switch {
-	case !ok:
-		next = nil
-	case err != nil:
-		h.streamGone(r, run, err)
-		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
-		return
-	default:
-		held = append(held, ev)
-		prefix = ev.Seq - 1
-	}
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next, prefix)
+	h.serveEvents(w, r, run, streamOptions(run, ""), run.Dropped, nil, next)
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the upstream's count

@@ -564,11 +564,13 @@ func TestEveryChunkItsOwnFlush(t *testing.T) {
 	if w.pending.Len() != 0 {
 		t.Errorf("written but never flushed: %q", w.pending.String())
 	}
-	// A flush is the frames of one event of the run (one id: the first
-	// delta comes with its content_block_start, the final's message_delta
-	// with message_stop), and no two flushes share one.
+	// A flush is the frames of one event of the run (the first delta comes
+	// with its content_block_start, the final's message_delta with
+	// message_stop), each frame with an id of its own: one event id
+	// (bridge.EventID, the frames before the last bridge.FrameID of it),
+	// and no two flushes share one.
 	var deltas []string
-	seen := map[string]bool{}
+	seen, frameIDs := map[string]bool{}, map[string]bool{}
 	for i, f := range w.flushes {
 		if !strings.HasSuffix(f, "\n\n") {
 			t.Errorf("flush %d ends inside a frame: %q", i, f)
@@ -576,7 +578,13 @@ func TestEveryChunkItsOwnFlush(t *testing.T) {
 		ids := map[string]bool{}
 		for line := range strings.Lines(f) {
 			if id, ok := strings.CutPrefix(line, "id: "); ok {
-				ids[id] = true
+				id = strings.TrimSpace(id)
+				run, seq, _, ok := bridge.ParseFrameID(id)
+				if !ok || frameIDs[id] {
+					t.Errorf("flush %d: frame id %q is not a frame id, or repeats", i, id)
+				}
+				frameIDs[id] = true
+				ids[bridge.EventID(run, seq)] = true
 			}
 		}
 		for id := range ids {

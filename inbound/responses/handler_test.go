@@ -252,8 +252,11 @@ func checkSequence(t *testing.T, frames []sse, first int64, run string) {
 		if f.seq != first+int64(i) {
 			t.Errorf("frame %d (%s): sequence_number %d, want %d", i, f.typ, f.seq, first+int64(i))
 		}
-		if r, _, ok := bridge.ParseEventID(f.id); !ok || r != run {
-			t.Errorf("frame %d (%s): id %q is not an event id of %s", i, f.typ, f.id, run)
+		if r, _, _, ok := bridge.ParseFrameID(f.id); !ok || r != run {
+			t.Errorf("frame %d (%s): id %q is not a frame id of %s", i, f.typ, f.id, run)
+		}
+		if i > 0 && f.id == frames[i-1].id {
+			t.Errorf("frame %d (%s): id %q is the frame before's too", i, f.typ, f.id)
 		}
 	}
 }

@@ -120,7 +120,11 @@ func (h *Handler) writeRun(w http.ResponseWriter, r *http.Request, run *bridge.R
 }
 
 // events replays the run's events after the client's cursor (Last-Event-ID
-// or ?after=, an event id of this run or a bare seq), then follows live ones.
+// or ?after=: a frame id of this run, or a bare event seq), then follows
+// live ones. The dialect renders the stream the cursor's frame was part of
+// from its start, with a fresh encoder, and the frames up to the cursor's
+// are dropped: what the client gets is byte for byte what followed that
+// frame (inbound.Resume, inbound.SkipFrames).
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
 	run, err := h.cfg.Engine.Run(r.Context(), id)
@@ -133,33 +137,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		es.ServeRunEvents(w, r, run)
 		return
 	}
-	after, err := cursor(id, inbound.LastEventID(r, "after"))
+	c := inbound.LastEventID(r, "after")
+	cur, ok := inbound.ParseCursor(id, c)
+	if !ok {
+		d.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "cursor %q is not an event id of run %s", c, id))
+		return
+	}
+	run, events, err := inbound.Resume(r.Context(), h.cfg.Engine, id, cur)
 	if err != nil {
 		d.WriteError(w, err)
 		return
 	}
-	run, events, err := h.cfg.Engine.Subscribe(r.Context(), id, after)
-	if err != nil {
-		d.WriteError(w, err)
-		return
-	}
-	d.ServeEvents(w, r, run, events)
-}
-
-// cursor parses a resume cursor for run: "" is the start; an event id must
-// name this run.
-func cursor(run, c string) (int64, error) {
-	if c == "" {
-		return 0, nil
-	}
-	if seq, err := strconv.ParseInt(c, 10, 64); err == nil && seq >= 0 {
-		return seq, nil
-	}
-	r, seq, ok := bridge.ParseEventID(c)
-	if !ok || r != run {
-		return 0, bridge.Errorf(bridge.CodeInvalid, "cursor %q is not an event id of run %s", c, run)
-	}
-	return seq, nil
+	d.ServeEvents(inbound.SkipFrames(w, cur), r, run, events)
 }
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {

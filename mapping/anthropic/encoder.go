@@ -17,12 +17,15 @@ type StreamOptions struct {
 }
 
 // StreamEncoder writes events as a client-facing Messages SSE stream
-// (events -> client frames). Each frame is "id: <bridge.EventID>" (left out
-// when the event has no RunID), "event: <type>" and "data: <json>" whose
-// type equals the event line. All the frames one hub event makes are
-// written in one Write call, so no client sees a frame split across reads
-// and a resume after an event id (Last-Event-ID) starts after all of that
-// event's frames. A StreamEncoder is not safe for concurrent use.
+// (events -> client frames). Each frame is "id: <id>" (left out when the
+// event has no RunID), "event: <type>" and "data: <json>" whose type
+// equals the event line. All the frames one hub event makes are written in
+// one Write call, so no client sees a frame split across reads. Each frame
+// has an id of its own: the last of an event's frames its bridge.EventID,
+// the ones before it bridge.FrameID (content_block_start before the first
+// delta, message_delta before message_stop), so a resume from any of them
+// (Last-Event-ID) starts right after it. A StreamEncoder is not safe for
+// concurrent use.
 //
 // Frames: message_start at the first event that says something (with the
 // input count when an upstream's usage came before it), then the content
@@ -43,6 +46,7 @@ type StreamEncoder struct {
 	w   io.Writer
 	opt StreamOptions
 	buf []byte // the frames of one event; reused
+	ids wire.FrameIDs
 
 	b        builder
 	usage    bridge.Usage
@@ -169,6 +173,7 @@ func (e *StreamEncoder) write() error {
 	if len(e.buf) == 0 {
 		return nil
 	}
+	e.buf = e.ids.Number(e.buf)
 	if _, err := e.w.Write(e.buf); err != nil {
 		e.err = err
 		return err

@@ -24,9 +24,11 @@ type StreamOptions struct {
 
 // StreamEncoder writes events as a client-facing Chat Completions SSE stream
 // (events -> client frames). Every SSE event is one Write call holding an
-// "id:" line (the event's bridge.EventID, left out when the event has no
-// RunID) and one "data:" line, so no client sees an event split across
-// reads. A StreamEncoder is not safe for concurrent use.
+// "id:" line (left out when the event has no RunID) and one "data:" line,
+// so no client sees an event split across reads. Each frame has an id of
+// its own: the event's bridge.EventID, but bridge.FrameID k=1 for a finish
+// chunk that a usage chunk follows, so a resume from either starts right
+// after it. A StreamEncoder is not safe for concurrent use.
 //
 // Frames: the first carries delta.role "assistant"; text_delta becomes
 // delta.content, a refusal delta.refusal, reasoning_delta
@@ -207,21 +209,30 @@ func (e *StreamEncoder) role(comma bool) {
 }
 
 // begin starts a frame: the id line, then a chunk up to the open delta.
-func (e *StreamEncoder) begin(ev *bridge.Event) {
-	e.idLine(ev)
+func (e *StreamEncoder) begin(ev *bridge.Event) { e.beginFrame(ev, 0) }
+
+// beginFrame is begin for frame k of ev's frames (0: its last).
+func (e *StreamEncoder) beginFrame(ev *bridge.Event, frame int) {
+	e.idLine(ev, frame)
 	e.buf = append(e.buf, "data: "...)
 	e.buf = append(e.buf, e.base...)
 	e.buf = append(e.buf, `,"choices":[{"index":0,"delta":{`...)
 }
 
-func (e *StreamEncoder) idLine(ev *bridge.Event) {
+// idLine starts a frame of ev with its id line: bridge.EventID, or with
+// frame > 0 bridge.FrameID (a frame before the event's last).
+func (e *StreamEncoder) idLine(ev *bridge.Event, frame int) {
 	b := e.buf[:0]
 	if ev.RunID != "" {
-		// bridge.EventID, without its allocation.
+		// bridge.EventID or FrameID, without their allocation.
 		b = append(b, "id: "...)
 		b = append(b, ev.RunID...)
 		b = append(b, ':')
 		b = strconv.AppendInt(b, ev.Seq, 10)
+		if frame > 0 {
+			b = append(b, '.')
+			b = strconv.AppendInt(b, int64(frame), 10)
+		}
 		b = append(b, '\n')
 	}
 	e.buf = b
@@ -337,7 +348,7 @@ func (e *StreamEncoder) toolFrame(ev *bridge.Event, t *toolOut, tc *bridge.ToolC
 // errorFrame writes {"error":{...}} as one frame.
 func (e *StreamEncoder) errorFrame(ev *bridge.Event, err *bridge.Error) error {
 	e.errSent = true
-	e.idLine(ev)
+	e.idLine(ev, 0)
 	_, body := EncodeError(err)
 	e.buf = append(e.buf, "data: "...)
 	e.buf = append(e.buf, body...)
@@ -364,13 +375,17 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 	if drop != "" {
 		e.dropped = addDropped(e.dropped, drop)
 	}
-	e.begin(ev)
+	if e.opt.IncludeUsage {
+		e.beginFrame(ev, 1) // the usage chunk is the event's last frame
+	} else {
+		e.begin(ev)
+	}
 	e.role(false)
 	if err := e.end(reason); err != nil {
 		return err
 	}
 	if e.opt.IncludeUsage {
-		e.idLine(ev)
+		e.idLine(ev, 0)
 		e.buf = append(e.buf, "data: "...)
 		e.buf = append(e.buf, e.base...)
 		e.buf = append(e.buf, `,"choices":[],"usage":`...)

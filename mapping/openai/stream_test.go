@@ -291,10 +291,11 @@ func TestChunkRules(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"prompt_tokens": 3.0, "completion_tokens": 4.0, "total_tokens": 7.0}, usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
-	// The finish chunk and the usage chunk carry the final's id.
+	// The finish chunk and the usage chunk are the final's frames, each
+	// with an id of its own: the usage chunk, the last, the final's id.
 	n := len(frames)
-	if frames[n-2].id != frames[n-3].id || frames[n-2].id != fmt.Sprintf("%s:%d", goldenRun, 16) {
-		t.Errorf("finish/usage ids %q %q, want the final's", frames[n-3].id, frames[n-2].id)
+	if frames[n-3].id != fmt.Sprintf("%s:%d.1", goldenRun, 16) || frames[n-2].id != fmt.Sprintf("%s:%d", goldenRun, 16) {
+		t.Errorf("finish/usage ids %q %q, want the final's frame ids", frames[n-3].id, frames[n-2].id)
 	}
 }
 

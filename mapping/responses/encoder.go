@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -35,10 +36,13 @@ type StreamOptions struct {
 
 // StreamEncoder writes events as the typed event stream of the Responses
 // API (events -> client frames). Every frame is an SSE event with an
-// "event:" line (the type), an "id:" line (the hub event's
-// bridge.EventID, left out when the event has no RunID) and one "data:"
-// line holding the event with its sequence_number (0, 1, 2, ... per
-// response). The frames of one hub event leave in one Write. A
+// "event:" line (the type), an "id:" line (left out when the event has no
+// RunID) and one "data:" line holding the event with its sequence_number
+// (0, 1, 2, ... per response). The frames of one hub event leave in one
+// Write. Each frame has an id of its own, as its sequence_number is: the
+// last of a hub event's frames the event's bridge.EventID, the ones before
+// it bridge.FrameID; so a resume from any frame, by its id (Last-Event-ID)
+// or its sequence number (starting_after), starts right after it. A
 // StreamEncoder is not safe for concurrent use.
 //
 // The sequence: response.created and response.in_progress before the
@@ -69,7 +73,8 @@ type StreamEncoder struct {
 	echo  []byte // the echo members, without braces
 
 	buf   []byte // the frames of the event being encoded; reused
-	seq   int64  // the next sequence_number
+	ids   wire.FrameIDs
+	seq   int64 // the next sequence_number
 	evRun string
 	evSeq int64
 
@@ -176,11 +181,20 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 	}
 	e.evRun, e.evSeq = ev.RunID, ev.Seq
 	e.buf = e.buf[:0]
+	first := e.seq
 	e.handle(ev)
 	if len(e.buf) == 0 || e.w == nil {
 		return nil
 	}
-	if _, err := e.w.Write(e.buf); err != nil {
+	e.buf = e.ids.Number(e.buf)
+	out := e.buf
+	if n := e.opt.Skip - first; n > 0 {
+		out = dropFrames(out, n) // numbered first: the ids stay those of the whole stream
+		if len(out) == 0 {
+			return nil
+		}
+	}
+	if _, err := e.w.Write(out); err != nil {
 		e.err = err
 		return err
 	}
@@ -260,12 +274,13 @@ func (e *StreamEncoder) handle(ev *bridge.Event) {
 // ---- frames -----------------------------------------------------------------
 
 // begin starts a frame of the given type and reports whether to fill it: a
-// frame is numbered whether it is written or not (an Accumulator, or a
-// resumed stream's skipped head).
+// frame is numbered whether it is written or not (an Accumulator). The
+// frames of a resumed stream's skipped head are made, then dropped by
+// Encode, so their SSE ids are numbered as the whole stream's were.
 func (e *StreamEncoder) begin(typ string) bool {
 	n := e.seq
 	e.seq++
-	if e.quiet || n < e.opt.Skip {
+	if e.quiet {
 		return false
 	}
 	b := append(e.buf, "event: "...)
@@ -287,6 +302,20 @@ func (e *StreamEncoder) begin(typ string) bool {
 }
 
 func (e *StreamEncoder) end() { e.buf = append(e.buf, "}\n\n"...) }
+
+// dropFrames returns b without its first n frames.
+func dropFrames(b []byte, n int64) []byte {
+	for ; n > 0 && len(b) > 0; n-- {
+		i := bytes.Index(b, frameEnd)
+		if i < 0 {
+			return nil
+		}
+		b = b[i+len(frameEnd):]
+	}
+	return b
+}
+
+var frameEnd = []byte("\n\n")
 
 func (e *StreamEncoder) str(k, v string) {
 	e.buf = append(e.buf, ',', '"')

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,8 +28,10 @@ type streamRecord struct {
 	script  script
 	dialect string // the inbound dialect it spoke: "openai", "anthropic" or "a2a"
 	runID   string
-	seqs    []int64 // the seq of every SSE id: the client received, in order
-	text    string  // the content it received
+	seqs    []int64 // the event seq of every SSE id: the client received, in order, each once
+	lastID  string  // the last SSE id: received, the resume cursor
+	lastPos [2]int64
+	text    string // the content it received
 	outcome string
 	errCode string // the error frame's code, or its type
 	detail  string // why a cut or refused stream ended so
@@ -36,39 +39,6 @@ type streamRecord struct {
 	first   time.Duration // to the first content chunk, 0 if none
 	end     time.Time
 	resumed bool // read again after a restart
-	// frame is the type of the last Anthropic frame whose data came.
-	frame string
-}
-
-// resumeAfter is the seq a resume asks for the events after. The frames of
-// one Anthropic event share its id and go out in one write, but a process
-// killed inside that write can leave the client part of them: a stream
-// whose last frame was one that more of its event always follow (a
-// block's start or stop, message_start, message_delta) resumes from the
-// event before, and takes that event's frames again (no text frame of it
-// was seen: an event's delta is its last frame).
-func (r *streamRecord) resumeAfter() int64 {
-	n := len(r.seqs)
-	switch {
-	case n == 0:
-		return 0
-	case r.dialect == dialectAnthropic && partOfEvent(r.frame):
-		if n == 1 {
-			return 0
-		}
-		return r.seqs[n-2]
-	}
-	return r.seqs[n-1]
-}
-
-// partOfEvent reports whether an Anthropic frame of this type is always
-// followed by more frames of the same event.
-func partOfEvent(typ string) bool {
-	switch typ {
-	case "message_start", "content_block_start", "content_block_stop", "message_delta":
-		return true
-	}
-	return false
 }
 
 // The inbound dialects a soak client speaks.
@@ -148,8 +118,10 @@ func (c *soakClient) resume(ctx context.Context, rec *streamRecord) {
 		rec.refused("request: " + err.Error())
 		return
 	}
-	if after := rec.resumeAfter(); after > 0 {
-		req.Header.Set("Last-Event-ID", rec.runID+":"+strconv.FormatInt(after, 10))
+	if rec.lastID != "" {
+		// Every frame has an id of its own: the stream goes on right
+		// after the last one that came, whole or not.
+		req.Header.Set("Last-Event-ID", rec.lastID)
 	}
 	c.read(req, rec, rec.runID)
 }
@@ -229,7 +201,7 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 		// EventSource takes it: a stream cut between the two resumes
 		// from the frame before.
 		if len(pending) > 0 {
-			if bad := rec.see(pending, anth); bad != "" {
+			if bad := rec.see(pending); bad != "" {
 				rec.cut(bad)
 				return
 			}
@@ -305,20 +277,20 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 	}
 }
 
-// see records a frame's event id; it says why the id is wrong, if it is.
-func (r *streamRecord) see(id []byte, anth bool) string {
-	run, seq, ok := parseEventID(string(id))
+// see records a frame's id; it says why the id is wrong, if it is. Every
+// frame has an id of its own, after the one before.
+func (r *streamRecord) see(id []byte) string {
+	run, pos, ok := parseFrameID(string(id))
 	if !ok || run != r.runID {
 		return fmt.Sprintf("bad event id %q", id)
 	}
-	n := len(r.seqs)
-	if anth && n > 0 && seq == r.seqs[n-1] {
-		return "" // the frames of one event (content_block_start and its first delta) share its id
+	if r.lastID != "" && (pos[0] < r.lastPos[0] || pos[0] == r.lastPos[0] && pos[1] <= r.lastPos[1]) {
+		return fmt.Sprintf("frame id %s after %s", id, r.lastID)
 	}
-	if n > 0 && seq <= r.seqs[n-1] {
-		return fmt.Sprintf("event id %d after %d", seq, r.seqs[n-1])
+	if n := len(r.seqs); n == 0 || r.seqs[n-1] != pos[0] {
+		r.seqs = append(r.seqs, pos[0])
 	}
-	r.seqs = append(r.seqs, seq)
+	r.lastID, r.lastPos = string(id), pos
 	return ""
 }
 
@@ -338,9 +310,6 @@ func anthropicFrame(rec *streamRecord, data []byte, text *strings.Builder, errSe
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		return false, "bad frame: " + err.Error()
-	}
-	if f.Type != "ping" {
-		rec.frame = f.Type
 	}
 	switch f.Type {
 	case "content_block_delta":
@@ -417,17 +386,27 @@ func a2aFrame(rec *streamRecord, data []byte, text *strings.Builder) (done bool,
 	return false, ""
 }
 
-// parseEventID splits "run_…:17".
-func parseEventID(id string) (run string, seq int64, ok bool) {
+// parseFrameID splits "run_…:17" (the last frame of event 17) and
+// "run_…:17.2" (its frame 2). pos orders the ids as the frames go.
+func parseFrameID(id string) (run string, pos [2]int64, ok bool) {
 	i := strings.LastIndexByte(id, ':')
 	if i <= 0 {
-		return "", 0, false
+		return "", pos, false
 	}
-	seq, err := strconv.ParseInt(id[i+1:], 10, 64)
+	s, k, dotted := strings.Cut(id[i+1:], ".")
+	seq, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || seq <= 0 {
-		return "", 0, false
+		return "", pos, false
 	}
-	return id[:i], seq, true
+	pos = [2]int64{seq, math.MaxInt64}
+	if dotted {
+		n, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || n <= 0 {
+			return "", pos, false
+		}
+		pos[1] = n
+	}
+	return id[:i], pos, true
 }
 
 func shortErr(err error) string {

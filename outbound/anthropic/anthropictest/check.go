@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -168,8 +169,8 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 	s := &Summary{}
 	var problems []string
 	var (
-		lastSeq     int64 = -1
-		open              = -1 // the open block's index
+		lastPos     = [2]int64{-1, 0}
+		open        = -1 // the open block's index
 		openType    string
 		openText    strings.Builder
 		sealed      bool
@@ -213,16 +214,16 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 		}
 		if f.HasID {
 			s.IDs = append(s.IDs, f.ID)
-			run, seq, ok := parseEventID(f.ID)
+			run, pos, ok := parseEventID(f.ID)
 			switch {
 			case !ok:
 				bad("id %q is not an event id", f.ID)
 			case c.RunID != "" && run != c.RunID:
 				bad("id %q names run %s, want %s", f.ID, run, c.RunID)
-			case seq < lastSeq:
-				bad("id %q goes back (after seq %d)", f.ID, lastSeq)
+			case !before(lastPos, pos):
+				bad("id %q goes back or repeats (every frame has an id of its own)", f.ID)
 			default:
-				lastSeq = seq
+				lastPos = pos
 			}
 		} else if c.IDs {
 			bad("no id: line")
@@ -495,16 +496,30 @@ func (u *Usage) add(raw json.RawMessage) {
 	}
 }
 
-// parseEventID splits a bridge event id "run:seq" (bridge.ParseEventID,
-// without importing the hub into test support).
-func parseEventID(id string) (string, int64, bool) {
+// parseEventID splits a bridge frame id: "run:seq" (bridge.EventID, the
+// last frame of event seq) or "run:seq.k" (bridge.FrameID, its frame k),
+// without importing the hub into test support. pos orders the ids as the
+// frames go: every frame's id is greater than the one before.
+func parseEventID(id string) (run string, pos [2]int64, ok bool) {
 	i := strings.LastIndexByte(id, ':')
 	if i <= 0 {
-		return "", 0, false
+		return "", pos, false
 	}
-	seq, err := strconv.ParseInt(id[i+1:], 10, 64)
-	if err != nil || seq < 0 {
-		return "", 0, false
+	s, k, dotted := strings.Cut(id[i+1:], ".")
+	seq, err := strconv.ParseUint(s, 10, 63)
+	if err != nil {
+		return "", pos, false
 	}
-	return id[:i], seq, true
+	pos = [2]int64{int64(seq), math.MaxInt64}
+	if dotted {
+		n, err := strconv.ParseUint(k, 10, 31)
+		if err != nil || n == 0 {
+			return "", pos, false
+		}
+		pos[1] = int64(n)
+	}
+	return id[:i], pos, true
 }
+
+// before reports whether frame position a comes before b.
+func before(a, b [2]int64) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }

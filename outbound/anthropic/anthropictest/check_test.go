@@ -7,8 +7,8 @@ import (
 )
 
 // frame renders one frame for the validator's tests.
-func frame(seq int, name, data string) string {
-	return fmt.Sprintf("id: run_v:%d\nevent: %s\ndata: %s\n\n", seq, name, data)
+func frame(seq any, name, data string) string {
+	return fmt.Sprintf("id: run_v:%v\nevent: %s\ndata: %s\n\n", seq, name, data)
 }
 
 const startData = `{"type":"message_start","message":{"id":"msg_v","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}`
@@ -17,20 +17,20 @@ const startData = `{"type":"message_start","message":{"id":"msg_v","type":"messa
 func validStream() []string {
 	return []string{
 		frame(2, "message_start", startData),
-		frame(3, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`),
+		frame("3.1", "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`),
 		frame(3, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`),
-		frame(4, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s"}}`),
+		frame("4.1", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s"}}`),
 		frame(4, "content_block_stop", `{"type":"content_block_stop","index":0}`),
 		"event: ping\ndata: {\"type\":\"ping\"}\n\n",
-		frame(5, "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`),
+		frame("5.1", "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`),
 		frame(5, "content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi"}}`),
-		frame(6, "content_block_stop", `{"type":"content_block_stop","index":1}`),
+		frame("6.1", "content_block_stop", `{"type":"content_block_stop","index":1}`),
 		frame(6, "content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}`),
 		frame(7, "content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}`),
-		frame(8, "content_block_stop", `{"type":"content_block_stop","index":2}`),
+		frame("8.1", "content_block_stop", `{"type":"content_block_stop","index":2}`),
 		frame(8, "content_block_start", `{"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_2","name":"g","input":{}}}`),
 		frame(9, "content_block_stop", `{"type":"content_block_stop","index":3}`),
-		frame(10, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`),
+		frame("10.1", "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`),
 		frame(10, "message_stop", `{"type":"message_stop"}`),
 	}
 }
@@ -81,21 +81,21 @@ func TestCheckStreamRejects(t *testing.T) {
 		{"no message_start", cut(0), "before message_start"},
 		{"delta to a stopped block", set(7, frame(5, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`)), "not open"},
 		{"blocks interleave", func(s []string) []string { return append(s[:2:2], append([]string{s[6]}, s[2:]...)...) }, "while block 0 is open"},
-		{"index skips", set(6, frame(5, "content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`)), "block index 2, want 1"},
+		{"index skips", set(6, frame("5.1", "content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`)), "block index 2, want 1"},
 		{"tool-only turn not at 0", func(s []string) []string {
-			return []string{s[0], frame(3, "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`),
+			return []string{s[0], frame("3.1", "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`),
 				frame(4, "content_block_stop", `{"type":"content_block_stop","index":1}`), s[14], s[15]}
 		}, "want 0"},
 		{"thinking inside text", set(7, frame(5, "content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"x"}}`)), "a thinking_delta in a text block"},
 		{"thinking after the signature", set(4, frame(4, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"more"}}`)), "thinking after the block's signature"},
 		{"empty text block", cut(7), "an empty text block"},
 		{"empty text delta", set(7, frame(5, "content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":""}}`)), "an empty text_delta"},
-		{"text block starts with text", set(6, frame(5, "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"x"}}`)), "starts with text"},
+		{"text block starts with text", set(6, frame("5.1", "content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"x"}}`)), "starts with text"},
 		{"bad tool id", set(9, frame(6, "content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"call.1","name":"f","input":{}}}`)), "a tool_use block starts with id"},
 		{"tool input not JSON", set(10, frame(7, "content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`)), "not a JSON object"},
 		{"block never stopped", cut(13), "message_delta while block 3 is open"},
-		{"unknown stop reason", set(14, frame(10, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop"},"usage":{"output_tokens":7}}`)), "not a known value"},
-		{"no output_tokens", set(14, frame(10, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{}}`)), "without output_tokens"},
+		{"unknown stop reason", set(14, frame("10.1", "message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop"},"usage":{"output_tokens":7}}`)), "not a known value"},
+		{"no output_tokens", set(14, frame("10.1", "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{}}`)), "without output_tokens"},
 		{"message_stop without message_delta", cut(14), "message_stop without message_delta"},
 		{"no end", func(s []string) []string { return s[:15] }, "does not end with message_stop"},
 		{"a frame after the end", func(s []string) []string { return append(s, s[7]) }, "after the stream's end"},
@@ -119,7 +119,7 @@ func TestCheckStreamRejects(t *testing.T) {
 // replay of a continued run may hold one message per turn.
 func TestCheckStreamModes(t *testing.T) {
 	s := validStream()
-	withError := append(s[:11:11], frame(8, "content_block_stop", `{"type":"content_block_stop","index":2}`),
+	withError := append(s[:11:11], frame("8.1", "content_block_stop", `{"type":"content_block_stop","index":2}`),
 		frame(8, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 	withError[10] = frame(7, "content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`)
 	sum, problems := run(t, withError, strict)
@@ -133,7 +133,7 @@ func TestCheckStreamModes(t *testing.T) {
 	if _, problems := run(t, resumed, strict); len(problems) == 0 {
 		t.Error("a resumed stream passed as a whole one")
 	}
-	twice := append(validStream(), frame(11, "message_start", startData), frame(12, "message_delta",
+	twice := append(validStream(), frame(11, "message_start", startData), frame("12.1", "message_delta",
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}`), frame(12, "message_stop", `{"type":"message_stop"}`))
 	if _, problems := run(t, twice, Check{RunID: "run_v", IDs: true, Complete: true, Messages: true}); len(problems) > 0 {
 		t.Errorf("two turns: %q", problems)

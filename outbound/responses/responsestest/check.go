@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,7 +194,7 @@ type checker struct {
 	respID   string
 	created  bool
 	ended    bool
-	lastSeq  int64
+	lastPos  [2]int64
 }
 
 func (k *checker) bad(format string, args ...any) {
@@ -224,7 +225,7 @@ func (k *checker) bad(format string, args ...any) {
 //     error event has code, message and param flat and nested in "error";
 //   - no data: [DONE], nothing after the terminal event.
 func CheckStream(frames []Frame, c Check) (*Summary, []string) {
-	k := &checker{c: c, sum: &Summary{}, byID: map[string]*item{}, lastSeq: -1}
+	k := &checker{c: c, sum: &Summary{}, byID: map[string]*item{}, lastPos: [2]int64{-1, 0}}
 	next := c.FirstSeq
 	for i, f := range frames {
 		k.frame, k.at = i, f.Event
@@ -245,13 +246,13 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 		if c.RunID != "" {
 			if f.IDs != 1 {
 				k.bad("%d id lines, want 1", f.IDs)
-			} else if run, seq, ok := parseEventID(f.ID); !ok || run != c.RunID {
+			} else if run, pos, ok := parseEventID(f.ID); !ok || run != c.RunID {
 				k.bad("id %q is not an event id of run %s", f.ID, c.RunID)
 			} else {
-				if seq < k.lastSeq {
-					k.bad("event id seq %d after %d", seq, k.lastSeq)
+				if !before(k.lastPos, pos) {
+					k.bad("event id %q is not after the frame before's (every frame has an id of its own)", f.ID)
 				}
-				k.lastSeq = seq
+				k.lastPos = pos
 			}
 		}
 		var m map[string]json.RawMessage
@@ -903,14 +904,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func parseEventID(id string) (string, int64, bool) {
+// parseEventID splits a bridge frame id: "run:seq" (bridge.EventID, the
+// last frame of event seq) or "run:seq.k" (bridge.FrameID, its frame k),
+// without importing the hub into test support. pos orders the ids as the
+// frames go: every frame's id is greater than the one before.
+func parseEventID(id string) (run string, pos [2]int64, ok bool) {
 	i := strings.LastIndexByte(id, ':')
 	if i <= 0 {
-		return "", 0, false
+		return "", pos, false
 	}
-	seq, err := strconv.ParseInt(id[i+1:], 10, 64)
-	if err != nil || seq < 0 {
-		return "", 0, false
+	s, k, dotted := strings.Cut(id[i+1:], ".")
+	seq, err := strconv.ParseUint(s, 10, 63)
+	if err != nil {
+		return "", pos, false
 	}
-	return id[:i], seq, true
+	pos = [2]int64{int64(seq), math.MaxInt64}
+	if dotted {
+		n, err := strconv.ParseUint(k, 10, 31)
+		if err != nil || n == 0 {
+			return "", pos, false
+		}
+		pos[1] = int64(n)
+	}
+	return id[:i], pos, true
 }
+
+// before reports whether frame position a comes before b.
+func before(a, b [2]int64) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }

@@ -1,0 +1,28 @@
+package wire
+
+import "testing"
+
+func TestFrameIDsNumber(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"none", "data: [DONE]\n\n", "data: [DONE]\n\n"},
+		{"one", "id: r:3\ndata: {}\n\n", "id: r:3\ndata: {}\n\n"},
+		{"two", "id: r:3\ndata: {\"a\":1}\n\nid: r:3\ndata: {}\n\n",
+			"id: r:3.1\ndata: {\"a\":1}\n\nid: r:3\ndata: {}\n\n"},
+		{"event line first", "event: a\nid: r:9\ndata: {}\n\nevent: b\nid: r:9\ndata: {}\n\nevent: c\nid: r:9\ndata: {}\n\n",
+			"event: a\nid: r:9.1\ndata: {}\n\nevent: b\nid: r:9.2\ndata: {}\n\nevent: c\nid: r:9\ndata: {}\n\n"},
+		{"id-less frame last", "id: r:3\ndata: 1\n\nid: r:3\ndata: 2\n\ndata: [DONE]\n\n",
+			"id: r:3.1\ndata: 1\n\nid: r:3\ndata: 2\n\ndata: [DONE]\n\n"},
+		{"id text in data", "id: r:3\ndata: {\"x\":\"id: r:3\"}\n\n", "id: r:3\ndata: {\"x\":\"id: r:3\"}\n\n"},
+	}
+	var n FrameIDs
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 { // the second time over the swapped buffers
+				got := n.Number(append([]byte(nil), tt.in...))
+				if string(got) != tt.want {
+					t.Fatalf("Number:\n%q\nwant\n%q", got, tt.want)
+				}
+			}
+		})
+	}
+}
