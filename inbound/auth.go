@@ -92,6 +92,13 @@ func (k *Keys) Authenticate(dialect string, writeError func(http.ResponseWriter,
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError := writeError
+		if r.ContentLength != 0 {
+			// A refusal closes the connection rather than read (Go
+			// drains an unread body before it answers) a body that may
+			// never come; a request that passes is unchanged.
+			writeError = closing(writeError)
+		}
 		presented := PresentedKey(r)
 		if presented == "" {
 			writeError(w, bridge.Errorf(bridge.CodeUnauthenticated, "no API key: send Authorization: Bearer <key>"))
@@ -108,4 +115,13 @@ func (k *Keys) Authenticate(dialect string, writeError func(http.ResponseWriter,
 		}
 		h.ServeHTTP(w, r.WithContext(bridge.WithPrincipal(r.Context(), key.Principal)))
 	})
+}
+
+// closing is writeError that asks for the connection to be closed after
+// the answer.
+func closing(writeError func(http.ResponseWriter, error)) func(http.ResponseWriter, error) {
+	return func(w http.ResponseWriter, err error) {
+		w.Header().Set("Connection", "close")
+		writeError(w, err)
+	}
 }

@@ -32,6 +32,15 @@ type Config struct {
 	// MaxRunsPerPrincipal bounds the runs one principal has going at once
 	// (0: 64).
 	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// after its headers (0: 30 s); a slower one gets a 408.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// WriteTimeout bounds each write of a response (0: 30 s): a client
+	// that reads nothing is cut off when a write has waited that long.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxConnections bounds the open client connections (0: 512); more
+	// wait in the listen queue until one closes.
+	MaxConnections int `yaml:"max_connections"`
 	// Keys are inbound API keys, held as hashes (bridge hash-key prints one).
 	Keys []KeyConfig `yaml:"keys"`
 	// A2A describes the agent the A2A endpoint presents in its card.
@@ -113,6 +122,10 @@ type Upstream struct {
 	Retry    outbound.RetryConfig   `yaml:"retry"`
 	Timeouts outbound.Timeouts      `yaml:"timeouts"`
 }
+
+// DefaultMaxConnections is the open client connections a bridge serves at
+// once when the config sets none.
+const DefaultMaxConnections = 512
 
 // DefaultConfig is the configuration with no flags and no file: echo on
 // 127.0.0.1:8080, the log in ./bridge.db.
@@ -200,6 +213,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		return fmt.Errorf("retention must be positive")
+	}
+	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 {
+		return fmt.Errorf("body_timeout, write_timeout and max_connections cannot be negative")
 	}
 	return nil
 }

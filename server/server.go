@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
 	"github.com/bridge-dev/bridge/inbound/runs"
@@ -191,7 +193,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		}
 		byName[d.Name()] = d
 		for _, p := range d.Routes() {
-			mux.Handle(p, keys.Authenticate(d.Name(), d.WriteError, d))
+			mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, d.WriteError, authenticate(keys, d.Name(), d.WriteError), d))
 		}
 		m.routes = append(m.routes, d.Routes()...)
 		if pd, ok := d.(interface{ PublicRoutes() []string }); ok { // an A2A agent card needs no key
@@ -204,7 +206,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	def := served[0] // the run API answers in the first row's errors (openai)
 	ra := runs.New(runs.Config{Engine: engine, Default: def, Dialects: byName, Create: create})
 	for _, p := range ra.Routes() {
-		mux.Handle(p, keys.Authenticate("", def.WriteError, ra))
+		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, authenticate(keys, "", def.WriteError), ra))
 	}
 	m.routes = append(m.routes, ra.Routes()...)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -223,14 +225,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		store.Close()
 		return nil, err
 	}
-	m.ln = ln
+	maxConns := cfg.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	m.ln = netutil.LimitListener(ln, maxConns)
 	m.srv = &http.Server{
-		Handler:           tel.Handler(mux, "/healthz", "/metrics"),
+		Handler:           inbound.WriteDeadline(cfg.WriteTimeout, tel.Handler(mux, "/healthz", "/metrics")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go m.janitor()
 	return m, nil
+}
+
+// authenticate is keys.Authenticate for a dialect, as the middleware
+// inbound.ReceiveBody runs before it reads a body.
+func authenticate(keys *inbound.Keys, dialect string, writeError func(http.ResponseWriter, error)) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler { return keys.Authenticate(dialect, writeError, h) }
 }
 
 // resumeRuns resumes upstream the runs a crash left running whose

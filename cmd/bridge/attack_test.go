@@ -7,15 +7,20 @@ package main
 // the same tally. docs/security.md lists what each test holds.
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
@@ -311,5 +316,194 @@ func TestAttackUpstreamURLWithoutHost(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "url") {
 			t.Errorf("bridge serve --upstream %s: %v, want a refusal naming the url", spec, err)
 		}
+	}
+}
+
+// bodyRoutes are the served routes that take a request body, with their
+// wildcards filled in: generated from the route table, so a new route is
+// attacked without anyone adding it here.
+func bodyRoutes(m *Main) [][2]string {
+	var out [][2]string
+	for _, r := range m.Endpoints() {
+		method, path, ok := strings.Cut(r, " ")
+		if !ok || (method != "POST" && method != "PUT" && method != "PATCH") {
+			continue
+		}
+		var b strings.Builder
+		for len(path) > 0 {
+			i := strings.IndexByte(path, '{')
+			if i < 0 {
+				b.WriteString(path)
+				break
+			}
+			b.WriteString(path[:i])
+			j := strings.IndexByte(path[i:], '}')
+			b.WriteString("x")
+			path = path[i+j+1:]
+		}
+		out = append(out, [2]string{method, b.String()})
+	}
+	return out
+}
+
+// rawRequest sends method path with headers that declare a body of
+// declared bytes, then sends sent bytes of it and nothing more, and
+// returns the status of the answer and how long it took (status 0: no
+// answer within wait).
+func rawRequest(t *testing.T, addr, method, path, key string, declared, sent int, wait time.Duration) (int, string, time.Duration) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	auth := ""
+	if key != "" {
+		auth = "Authorization: Bearer " + key + "\r\n"
+	}
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s",
+		method, path, addr, auth, declared, strings.Repeat(" ", sent))
+	_ = c.SetReadDeadline(start.Add(wait))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err.Error(), time.Since(start)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), time.Since(start)
+}
+
+// TestAttackSlowBody: on every route that takes a body, a client that
+// declares 100,000 bytes and sends 10 gets the dialect's 408 once the body
+// timeout has passed; one without a valid key gets its 401 at once,
+// without the bridge waiting for a body it will not read.
+func TestAttackSlowBody(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "k1")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	cfg := defaultConfig()
+	cfg.BodyTimeout = 1500 * time.Millisecond
+	m := startMain(t, cfg)
+	routes := bodyRoutes(m)
+	if len(routes) < 10 {
+		t.Fatalf("only %d routes take a body: %v", len(routes), routes)
+	}
+	var wg sync.WaitGroup
+	for _, rt := range routes {
+		for _, key := range []string{"k1", "", "wrong"} {
+			count.add("slow-body")
+			wg.Go(func() {
+				status, body, took := rawRequest(t, m.Addr(), rt[0], rt[1], key, 100000, 10, 6*time.Second)
+				what := fmt.Sprintf("%s %s key=%q", rt[0], rt[1], key)
+				if status == 0 {
+					body = "no answer: " + body
+				}
+				switch {
+				case key != "" && key != "wrong":
+					if status != http.StatusRequestTimeout {
+						t.Errorf("%s: %d after %s, want 408: %.200s", what, status, took, body)
+					} else if took < cfg.BodyTimeout {
+						t.Errorf("%s: 408 after %s, before the body timeout", what, took)
+					}
+				case status != http.StatusUnauthorized:
+					t.Errorf("%s: %d after %s, want 401: %.200s", what, status, took, body)
+				case took > cfg.BodyTimeout/2:
+					t.Errorf("%s: the 401 took %s: it waited for the body", what, took)
+				}
+				if status != 0 && strings.Contains(body, "i/o timeout") || strings.Contains(body, "deadline") || strings.Contains(body, "EOF") {
+					t.Errorf("%s: Go's error text reached the client: %.200s", what, body)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// TestAttackClientReadsNothing: a client that opens a long stream in a
+// session and reads nothing is cut off once a write has waited the write
+// timeout (without it the bridge would wait on it for ever, and hand it the
+// whole stream when it came back); its run goes on to the end.
+func TestAttackClientReadsNothing(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	cfg := defaultConfig()
+	cfg.WriteTimeout = 500 * time.Millisecond
+	m := startMain(t, cfg)
+	base := "http://" + m.Addr()
+
+	d := net.Dialer{Timeout: time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.DialContext(t.Context(), "tcp", m.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count.add("reads-nothing")
+	// ~8 MB of stream: more than the socket buffers on both sides hold.
+	body := fmt.Sprintf(`{"model":"echo","stream":true,"messages":[{"role":"user","content":%q}]}`, strings.Repeat("w ", 40000))
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Session-Id: slow-reader\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(c, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := resp.Header.Get("X-Run-Id")
+	// Read nothing more; the run goes on and ends.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, got := do(t, "GET", base+"/v1/runs/"+run, "", "")
+		if strings.Contains(got, `"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not end: %.300s", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * cfg.WriteTimeout)
+	// Now read: a client the bridge cut off gets what was in flight, then
+	// the end of the connection, not the rest of the stream.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rest, err := io.ReadAll(resp.Body)
+	if strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("the client that read nothing got the whole stream (%d bytes): the bridge waited for it", len(rest))
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("the connection is still open: %v", err)
+	}
+}
+
+// TestAttackConnectionLimit: with max_connections N, N idle connections
+// hold the bridge's slots; the next client waits until one closes.
+func TestAttackConnectionLimit(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	cfg := defaultConfig()
+	cfg.MaxConnections = 4
+	m := startMain(t, cfg)
+	var held []net.Conn
+	for range cfg.MaxConnections {
+		count.add("idle-connection")
+		c, err := net.DialTimeout("tcp", m.Addr(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	count.add("over-limit")
+	status, _, _ := rawRequest(t, m.Addr(), "GET", "/healthz", "", 0, 0, 500*time.Millisecond)
+	if status != 0 {
+		t.Fatalf("a connection over the limit of %d was served (%d)", cfg.MaxConnections, status)
+	}
+	held[0].Close()
+	if status, body, _ := rawRequest(t, m.Addr(), "GET", "/healthz", "", 0, 0, 3*time.Second); status != 200 {
+		t.Errorf("after a slot freed: %d %s", status, body)
 	}
 }

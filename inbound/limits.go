@@ -1,0 +1,141 @@
+package inbound
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// Default limits of a connection: how long a request's body may take to
+// arrive, and how long one write of a response may block on a client that
+// reads nothing.
+const (
+	DefaultBodyTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// ReceiveBody wraps a dialect's handler h so that a slow client cannot
+// hold a connection by declaring a body it never sends. The request's
+// body must arrive within timeout (<= 0: DefaultBodyTimeout) of its
+// headers; when it does not, the client gets the dialect's error
+// (writeError) with status 408 and the connection is closed.
+//
+// auth (nil: none) wraps what reads the body, so a request without a valid
+// key is refused before any of its body is read: the refusal closes the
+// connection rather than wait for a body nobody will read (Authenticate).
+//
+// The body is read here, at most DefaultMaxBody+1 bytes (the handler's
+// own limit answers a larger one), and h reads it from memory.
+func ReceiveBody(timeout time.Duration, writeError func(http.ResponseWriter, error), auth func(http.Handler) http.Handler, h http.Handler) http.Handler {
+	if timeout <= 0 {
+		timeout = DefaultBodyTimeout
+	}
+	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		b, err := io.ReadAll(io.LimitReader(r.Body, DefaultMaxBody+1))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				writeError(statusWriter{w, http.StatusRequestTimeout}, bridge.Errorf(bridge.CodeTimeout,
+					"the request body did not arrive within %s", timeout))
+				return
+			}
+			writeError(w, bridge.Errorf(bridge.CodeInvalid, "could not read the request body"))
+			return
+		}
+		if len(b) <= DefaultMaxBody {
+			// The whole body is in: the deadline is done with (Go's read
+			// of the connection to notice a client going away goes on
+			// without it).
+			_ = rc.SetReadDeadline(time.Time{})
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		} else {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		}
+		h.ServeHTTP(w, r)
+	})
+	var inner http.Handler = read
+	if auth != nil {
+		inner = auth(read)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter writes a dialect's error body with another status.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s statusWriter) WriteHeader(int)             { s.ResponseWriter.WriteHeader(s.status) }
+func (s statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// WriteDeadline wraps h so that each write of a response (a stream's
+// frames, a flush) must finish within timeout (<= 0:
+// DefaultWriteTimeout): a client that stops reading while the bridge
+// still has frames for it is cut off once the socket's buffers are full
+// and a write has waited that long. The handler sees the failed write as
+// a client gone away: a run in a session goes on, resumable, as it does
+// when a client disconnects.
+func WriteDeadline(timeout time.Duration, h http.Handler) http.Handler {
+	if timeout <= 0 {
+		timeout = DefaultWriteTimeout
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}, r)
+	})
+}
+
+// deadlineWriter sets the connection's write deadline before each write
+// and flush. Between writes the deadline stays as the last one left it:
+// nothing is being written then, and the next write sets a fresh one.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
+func (d *deadlineWriter) WriteHeader(status int) {
+	d.arm()
+	d.ResponseWriter.WriteHeader(status)
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.arm()
+	return d.ResponseWriter.Write(p)
+}
+
+// FlushError is what http.ResponseController.Flush calls.
+func (d *deadlineWriter) FlushError() error {
+	d.arm()
+	if err := d.rc.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// Flush implements http.Flusher for code that asserts it.
+func (d *deadlineWriter) Flush() { _ = d.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
