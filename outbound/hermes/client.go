@@ -347,8 +347,22 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 	}
 	k := &call{c: c, ctx: ctx, session: remote, dec: wire.NewStreamDecoder(nil), local: run.ID, mapped: true}
 	k.dec.Prime(upRun, events)
+	cur := 0 // the step being resumed began after the run's last final
+	for i, ev := range events {
+		if ev.Kind == bridge.KindFinal {
+			cur = i + 1
+		}
+	}
+	for _, ev := range events[cur:] {
+		if ev.Kind == bridge.KindTextDelta {
+			k.text.WriteString(ev.Text)
+		}
+	}
 	if err := k.resume(); err != nil {
-		return nil, err
+		if !refused(err) {
+			return nil, err
+		}
+		k.settling = true // Hermes' own server: the run's status says how it ended
 	}
 	return k.call(nil), nil
 }
@@ -378,6 +392,10 @@ type call struct {
 	body   io.ReadCloser
 	rctx   context.Context // the current request's, cancelled on an idle gap
 	cancel context.CancelCauseFunc
+
+	bc       *bridge.Call    // the Call of this one, for its Dropped
+	text     strings.Builder // the answer text read
+	settling bool            // the stream cannot be resumed: settle instead
 }
 
 func (k *call) chatPath() string {
@@ -411,14 +429,23 @@ func (k *call) request(method string, body any, hdr http.Header) error {
 
 // call is the bridge's Call of this one.
 func (k *call) call(dropped []string) *bridge.Call {
-	return &bridge.Call{Events: k.events, Dropped: dropped, Cancel: k.stop, Steer: k.steer}
+	k.bc = &bridge.Call{Events: k.events, Dropped: dropped, Cancel: k.stop, Steer: k.steer}
+	return k.bc
 }
 
 // maxResumes bounds the resumes in a row that bring no frame.
 const maxResumes = 5
 
 func (k *call) events(yield func(bridge.Event, error) bool) {
-	defer func() { k.cancel(nil) }()
+	defer func() {
+		if k.cancel != nil {
+			k.cancel(nil)
+		}
+	}()
+	if k.settling {
+		k.settle(yield)
+		return
+	}
 	idle := k.c.cfg.Timeouts.Idle
 	for tries := 0; ; {
 		br := &brokenReader{r: k.body}
@@ -429,6 +456,12 @@ func (k *call) events(yield func(bridge.Event, error) bool) {
 				break
 			}
 			tries = 0 // progress: the budget of resumes starts over
+			switch ev.Kind {
+			case bridge.KindTextDelta:
+				k.text.WriteString(ev.Text)
+			case bridge.KindFinal:
+				k.text.Reset() // a continued run's next step says more
+			}
 			if !k.mapped && k.c.cfg.IDs != nil && k.local != "" {
 				if id := k.dec.RunID(); id != "" {
 					k.mapped = true
@@ -453,10 +486,105 @@ func (k *call) events(yield func(bridge.Event, error) bool) {
 		// The connection broke (or closed) before done: the upstream run
 		// goes on, so read the rest of it after the last frame read.
 		if err := k.reopen(&tries, serr); err != nil {
+			if refused(err) && k.dec.RunID() != "" {
+				k.settle(yield) // Hermes' own server: the run's status says how it ended
+				return
+			}
 			yield(bridge.Event{}, err)
 			return
 		}
 	}
+}
+
+// settlePoll is the gap between two reads of a run's status.
+const settlePoll = 500 * time.Millisecond
+
+// settle ends a call whose stream broke when the server cannot resume it
+// (Hermes' own has no resumable session stream): it reads the run's status
+// (GET /v1/runs/{run_id}) until the run ends, then the rest of its output
+// (what follows the text already read), its usage and its outcome. What
+// the agent did in between (tool activity) is lost and named in Dropped;
+// so is the answer when it does not continue the text read.
+func (k *call) settle(yield func(bridge.Event, error) bool) {
+	id := k.dec.RunID()
+	k.bc.Dropped = append(k.bc.Dropped, "hermes: the run's events after its stream broke (its status gave the outcome)")
+	var v struct {
+		Status string `json:"status"`
+		Output string `json:"output"`
+		Error  string `json:"error"`
+		Usage  *struct {
+			InputTokens  *int64 `json:"input_tokens"`
+			OutputTokens *int64 `json:"output_tokens"`
+			TotalTokens  *int64 `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	for {
+		resp, err := k.c.do(k.ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, "application/json")
+		if err != nil {
+			if k.ctx.Err() != nil {
+				err = context.Cause(k.ctx)
+			}
+			yield(bridge.Event{}, bridge.Errorf(bridge.CodeUpstream, "upstream %s: the stream of run %s broke, and its status cannot be read: %s",
+				k.c.cfg.Name, id, bridge.AsError(err).Message))
+			return
+		}
+		v.Status, v.Output, v.Error, v.Usage = "", "", "", nil
+		err = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&v)
+		resp.Body.Close()
+		if err != nil {
+			yield(bridge.Event{}, bridge.Errorf(bridge.CodeUpstream, "upstream %s: GET /v1/runs/%s answered no run", k.c.cfg.Name, id))
+			return
+		}
+		if v.Status == "completed" || v.Status == "failed" || v.Status == "cancelled" || v.Status == "interrupted" {
+			break
+		}
+		t := time.NewTimer(settlePoll)
+		select {
+		case <-k.ctx.Done():
+			t.Stop()
+			yield(bridge.Event{}, context.Cause(k.ctx))
+			return
+		case <-t.C:
+		}
+	}
+	f := &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}
+	switch v.Status {
+	case "failed":
+		msg := nonEmpty(v.Error, "the hermes run failed")
+		f = &bridge.Final{Status: bridge.StatusFailed, Reason: msg, Error: &bridge.Error{Code: bridge.CodeUpstream, Message: msg, Dialect: wire.Dialect}}
+	case "cancelled":
+		f = &bridge.Final{Status: bridge.StatusCancelled, Reason: "cancelled upstream"}
+	case "interrupted":
+		f = &bridge.Final{Status: bridge.StatusInterrupted, Reason: "interrupted upstream"}
+	}
+	read := k.text.String()
+	if rest, ok := strings.CutPrefix(v.Output, read); ok && rest != "" {
+		if !yield(bridge.Event{Kind: bridge.KindTextDelta, Text: rest}, nil) {
+			return
+		}
+	} else if !ok {
+		k.bc.Dropped = append(k.bc.Dropped, "hermes: the run's output, which does not continue the text streamed before the break")
+	}
+	if v.Status == "completed" && !yield(bridge.Event{Kind: bridge.KindMessageDone}, nil) {
+		return
+	}
+	if v.Usage != nil {
+		u := bridge.Usage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens, TotalTokens: v.Usage.TotalTokens}
+		if !u.IsZero() {
+			if !yield(bridge.Event{Kind: bridge.KindUsage, Usage: &u}, nil) {
+				return
+			}
+			f.Usage = &u
+		}
+	}
+	yield(bridge.Event{Kind: bridge.KindFinal, Final: f}, nil)
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // reopen resumes a stream that broke, backing off between tries; tries
@@ -481,7 +609,7 @@ func (k *call) reopen(tries *int, serr error) error {
 			return nil
 		}
 		if refused(rerr) {
-			break
+			return rerr
 		}
 	}
 	msg := "the stream ended before done"

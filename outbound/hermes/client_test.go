@@ -248,8 +248,9 @@ func TestClientStop(t *testing.T) {
 
 // TestClientResume: a session stream that breaks mid-turn is resumed after
 // the last frame read (Last-Event-ID "<run_id>:<seq>"): the answer once,
-// completed. A server that cannot resume (Hermes' own) fails the call with
-// an error that says the stream broke and resuming failed.
+// completed. Over a server that cannot resume (Hermes' own), the call
+// settles from the run's status: the rest of its output, its usage and
+// outcome, and Dropped says the events in between are lost.
 func TestClientResume(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
@@ -288,8 +289,33 @@ func TestClientResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = collect(t, call); bridge.ErrorCode(err) != bridge.CodeUpstream || !strings.Contains(err.Error(), "resuming it failed") {
-		t.Errorf("err %v", err)
+	if evs, err = collect(t, call); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(evs); got != "you said: tell me one two three four" {
+		t.Errorf("settled text %q", got)
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusCompleted || f.Usage.Total() != 15 {
+		t.Errorf("settled final %+v", f)
+	}
+	if len(call.Dropped) != 1 || !strings.Contains(call.Dropped[0], "after its stream broke") {
+		t.Errorf("dropped %q", call.Dropped)
+	}
+
+	// Its run failed upstream meanwhile: the call fails with its error.
+	plain2 := hermestest.New()
+	defer plain2.Close()
+	plain2.CutAfter = 2
+	c = New(Config{URL: plain2.URL, IDs: &memIDs{}})
+	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("please fail")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err = collect(t, call); err != nil {
+		t.Fatal(err)
+	}
+	if f := final(evs); f == nil || f.Status != bridge.StatusFailed {
+		t.Errorf("settled final %+v", f)
 	}
 }
 
@@ -350,5 +376,41 @@ func TestClientResumeAfterRestart(t *testing.T) {
 	}
 	if r := srv.Resumes(); len(r) != 1 || r[0] != upRun+":"+committed[len(committed)-1].UpstreamID {
 		t.Errorf("resumes %q", r)
+	}
+}
+
+// TestClientSettleAfterRestart: over Hermes' own server (no resumable
+// stream), Resume after a restart settles the run from its status.
+func TestClientSettleAfterRestart(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	c := New(Config{Name: "h", URL: srv.URL, IDs: &memIDs{}})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("one two three")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed []bridge.Event
+	for ev, err := range call.Events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = append(committed, ev)
+		if ev.Kind == bridge.KindTextDelta {
+			break // the bridge dies here
+		}
+	}
+	call, err = c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: committed[0].ResponseID}, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := collect(t, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(append(committed, rest...)); got != "you said: one two three" {
+		t.Errorf("text %q", got)
+	}
+	if f := final(rest); f == nil || f.Status != bridge.StatusCompleted || len(call.Dropped) != 1 {
+		t.Errorf("final %+v dropped %q", f, call.Dropped)
 	}
 }

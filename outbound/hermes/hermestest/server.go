@@ -370,6 +370,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if ru.output != "" {
 		v["output"] = ru.output
 	}
+	switch ru.status {
+	case "completed":
+		v["usage"] = map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+	case "failed":
+		v["error"] = "the model provider failed"
+	}
 	writeJSON(w, http.StatusOK, v)
 }
 
