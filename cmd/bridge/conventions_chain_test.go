@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
-	"github.com/bridge-dev/bridge/outbound/adk/adktest"
+	"github.com/bridge-dev/bridge/internal/adkreal"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
@@ -157,7 +157,17 @@ type chain struct {
 	front    string // the front bridge's base URL, the one adapters call
 	back     string // the second bridge's base URL ("" when none)
 	model    *convModel
-	adk      *adktest.Server // the ADK api_server (over adk-server)
+	adkURL   string // the ADK api_server (over adk-server)
+}
+
+// answer is what the upstream answers prompt, the session's turn-th user
+// turn: the scripted model answers a "say:" prompt with its text, the ADK
+// agent with "turn <turn>: <prompt>".
+func (c *chain) answer(prompt string, turn int) string {
+	if c.adkURL != "" {
+		return fmt.Sprintf("turn %d: %s", turn, prompt)
+	}
+	return strings.TrimPrefix(prompt, "say:")
 }
 
 // convUpstream is one column of the grid.
@@ -184,27 +194,12 @@ func convUpstreams() []convUpstream {
 		{name: "a2a", about: "a second `bridge serve` as an A2A agent (`--upstream a2a=`), over the same model", start: overBridge("a2a")},
 		{name: "adk", about: "a second `bridge serve` as an ADK api_server (`--upstream adk=`), over the same model", start: overBridge("adk")},
 		{name: "hermes", about: "a second `bridge serve` as a Hermes API server (`--upstream hermes=`), over the same model", start: overBridge("hermes")},
-		{name: "adk-server", about: "an ADK api_server (`--upstream adk=`): " + adkServerAbout, start: func(t *testing.T) *chain {
-			srv := startADKServer(t)
-			return &chain{upstream: "adk-server", front: convBridge(t, Upstream{Name: "adk", Dialect: "adk", URL: srv.URL}), adk: srv}
+		{name: "adk-server", about: "the real ADK api_server (`--upstream adk=`; @google/adk-devtools 2.0.0 started by internal/adkreal), " +
+			"whose scripted agent answers \"turn <n>: <text>\" and has a weather tool of its own", start: func(t *testing.T) *chain {
+			url := adkreal.Start(t)
+			return &chain{upstream: "adk-server", front: convBridge(t, Upstream{Name: "adk", Dialect: "adk", URL: url}), adkURL: url}
 		}},
 	}
-}
-
-// adkServerAbout and startADKServer are the hook for the real ADK
-// api_server (@google/adk-devtools 2.0.0, outbound/adk/adktest/realadk):
-// until the tests start it, the column runs over adktest, the fake written
-// from its captures, which answers "say:<text>" with <text> and resumes
-// as the bridge does (Resumable). Replace both when the real server is
-// started by the tests; the cases stay as they are.
-const adkServerAbout = "today adktest, the fake written from the ADK-JS 2.0.0 captures (the real server is a hook in conventions_chain_test.go)"
-
-func startADKServer(t *testing.T) *adktest.Server {
-	t.Helper()
-	srv := adktest.New()
-	srv.Delay = convSlowDelay
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // convBridge starts a bridge over up; requests that name no model ask for
@@ -317,5 +312,3 @@ func waitCond(ctx context.Context, t *testing.T, what string, cond func() bool) 
 		}
 	}
 }
-
-var _ = fmt.Sprintf

@@ -19,6 +19,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -216,9 +217,6 @@ func convTurn(ctx context.Context, t *testing.T, a convAdapter, c *chain, s *con
 	return run, frames
 }
 
-// answerOf is what a "say:" prompt answers.
-func answerOf(prompt string) string { return strings.TrimPrefix(prompt, "say:") }
-
 // words counts the words of text.
 func wordCount(text string) int { return len(strings.Fields(text)) }
 
@@ -226,8 +224,8 @@ func caseRun(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag str
 	s := a.session(ctx, t, c, tag)
 	prompt := sayPrompt("hello " + tag + " brave new world")
 	run, frames := convTurn(ctx, t, a, c, s, prompt, turnOpts{})
-	if got := a.answer(frames); got != answerOf(prompt) {
-		t.Errorf("answer %q, want %q", got, answerOf(prompt))
+	if got, want := a.answer(frames), c.answer(prompt, 1); got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 	if r := waitRunState(ctx, t, c.front, run); r.Status != bridge.StatusCompleted {
 		t.Errorf("run %s: %s (%s), want completed", run, r.Status, r.Reason)
@@ -244,7 +242,7 @@ func caseStop(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	run := a.runOf(st)
 	a.stop(ctx, t, c, s, run)
 	frames := st.all(t)
-	if got := a.answer(frames); got == answerOf(prompt) {
+	if got := a.answer(frames); got == c.answer(prompt, 1) {
 		t.Errorf("the whole answer came despite the stop")
 	}
 	r := waitRunState(ctx, t, c.front, run)
@@ -260,33 +258,51 @@ func caseStop(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 			t.Errorf("the model's request ran to its end")
 		}
 	}
-	if c.adk != nil {
+	if c.adkURL != "" {
 		// The agent's session never gets the complete answer.
-		for _, e := range adkServerEvents(t, c, tag) {
-			if !e.Partial && e.Author != "user" && e.text() == answerOf(prompt) {
+		for _, e := range adkServerEvents(ctx, t, c, tag) {
+			if !e.Partial && e.Author != "user" && e.text() == c.answer(prompt, 1) {
 				t.Errorf("the ADK agent's session holds the whole answer: the invocation ran to its end")
 			}
 		}
 	}
 }
 
-// adkServerEvents are the events of the ADK api_server's session whose
-// run_sse request mentioned tag.
-func adkServerEvents(t *testing.T, c *chain, tag string) []adkFrameEvent {
+// adkServerEvents are the events of the ADK api_server's session (of the
+// front bridge's ADK user) whose user turn mentions tag.
+func adkServerEvents(ctx context.Context, t *testing.T, c *chain, tag string) []adkFrameEvent {
 	t.Helper()
-	for _, r := range c.adk.Requests() {
-		if r.Path != "/run_sse" || !strings.Contains(string(r.Body), tag) {
+	sessions := c.adkURL + "/apps/" + convModelName + "/users/" + convADKServerUser + "/sessions"
+	status, body := convHTTP(ctx, t, "GET", sessions, nil, nil)
+	if status != 200 {
+		t.Fatalf("ADK sessions: %d %s", status, body)
+	}
+	var list struct {
+		Sessions []struct{ ID string } `json:"sessions"`
+	}
+	if json.Unmarshal(body, &list) != nil { // ADK-JS answers an object; Python a list
+		decodeJSON(t, "ADK sessions", body, &list.Sessions)
+	}
+	for _, ss := range list.Sessions {
+		status, body := convHTTP(ctx, t, "GET", sessions+"/"+ss.ID, nil, nil)
+		if status != 200 {
 			continue
 		}
-		var body struct{ AppName, UserID, SessionID string }
-		decodeJSON(t, "run_sse request", r.Body, &body)
 		var detail struct{ Events []adkFrameEvent }
-		decodeJSON(t, "ADK session", c.adk.Session(body.AppName, body.UserID, body.SessionID), &detail)
-		return detail.Events
+		decodeJSON(t, "ADK session", body, &detail)
+		for _, e := range detail.Events {
+			if e.Author == "user" && strings.Contains(e.text(), tag) {
+				return detail.Events
+			}
+		}
 	}
-	t.Fatalf("the ADK api_server got no run_sse request of %s", tag)
+	t.Fatalf("the ADK api_server has no session of %s", tag)
 	return nil
 }
+
+// convADKServerUser is the ADK user a bridge without keys calls an ADK
+// upstream as.
+const convADKServerUser = "bridge"
 
 func caseResume(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
 	s := a.session(ctx, t, c, tag)
@@ -343,7 +359,7 @@ func firstDiff(want, got string) string {
 func caseReload(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
 	s := a.session(ctx, t, c, tag)
 	prompt := sayPrompt(convSlowAnswer(tag, 40))
-	whole := answerOf(prompt)
+	whole := c.answer(prompt, 1)
 	st := a.start(ctx, t, c, s, prompt, turnOpts{})
 	if !st.until(func(f []sseFrame) bool { return wordCount(a.answer(f)) >= 4 }) {
 		t.Fatalf("the stream ended before its fourth word")
@@ -397,7 +413,7 @@ func caseToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, ta
 // (A2A, ADK): the agent's own, over the ADK api_server (its scripted
 // "weather:<city>" calls its weather tool, then answers).
 func agentToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
-	if c.adk == nil {
+	if c.adkURL == "" {
 		t.Fatalf("the %s adapter's client runs no tools, and no agent upstream has tools of its own", a.name())
 	}
 	s := a.session(ctx, t, c, tag)
@@ -457,8 +473,8 @@ func caseRegenerate(ctx context.Context, t *testing.T, a convAdapter, c *chain, 
 	if r3 == r2 || r3 == r1 {
 		t.Errorf("the regenerated turn is run %s, want a new run", r3)
 	}
-	if got := a.answer(f3); got != answerOf(q2) {
-		t.Errorf("answer %q, want %q", got, answerOf(q2))
+	if got, want := a.answer(f3), c.answer(q2, 2); got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 	h := a.history(ctx, t, c, s)
 	if !slices.Equal(h.runIDs(), []string{r1, r3}) {
@@ -467,10 +483,10 @@ func caseRegenerate(ctx context.Context, t *testing.T, a convAdapter, c *chain, 
 	if got := h.texts(bridge.RoleUser); !slices.Equal(got, []string{q1, q2}) {
 		t.Errorf("history user messages %q, want %q", got, []string{q1, q2})
 	}
-	if got := h.texts(bridge.RoleAssistant); !slices.Equal(got, []string{answerOf(q1), answerOf(q2)}) {
-		t.Errorf("history answers %q, want %q", got, []string{answerOf(q1), answerOf(q2)})
+	if got, want := h.texts(bridge.RoleAssistant), []string{c.answer(q1, 1), c.answer(q2, 2)}; !slices.Equal(got, want) {
+		t.Errorf("history answers %q, want %q", got, want)
 	}
-	checkLastModelRequest(t, c, tag, []msg{userMsg(q1), {role: bridge.RoleAssistant, text: answerOf(q1)}, userMsg(q2)})
+	checkLastModelRequest(t, c, tag, []msg{userMsg(q1), {role: bridge.RoleAssistant, text: c.answer(q1, 1)}, userMsg(q2)})
 }
 
 func caseEdit(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
@@ -480,8 +496,8 @@ func caseEdit(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	if r3 == r2 || r3 == r1 {
 		t.Errorf("the edited turn is run %s, want a new run", r3)
 	}
-	if got := a.answer(f3); got != answerOf(q) {
-		t.Errorf("answer %q, want %q", got, answerOf(q))
+	if got, want := a.answer(f3), c.answer(q, 1); got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 	h := a.history(ctx, t, c, s)
 	if !slices.Equal(h.runIDs(), []string{r3}) {
@@ -504,7 +520,7 @@ func caseSteer(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag s
 	a.steer(ctx, t, c, s, run, convSteerText+" "+tag)
 	frames := st.all(t)
 	got := a.answer(frames)
-	if !strings.HasPrefix(got, answerOf(prompt)) || !strings.HasSuffix(got, convSteerAns) {
+	if !strings.HasPrefix(got, c.answer(prompt, 1)) || !strings.HasSuffix(got, convSteerAns) {
 		t.Errorf("answer %q, want the first answer then %q", got, convSteerAns)
 	}
 	if r := waitRunState(ctx, t, c.front, run); r.Status != bridge.StatusCompleted {

@@ -1,16 +1,43 @@
-import { LlmAgent, BaseLlm } from '@google/adk';
+import { LlmAgent, BaseLlm, FunctionTool } from '@google/adk';
+
+// get_weather is the agent's own tool (the conventions suite's agent tool
+// loop): it answers every city the same.
+const getWeather = new FunctionTool({
+  name: 'get_weather',
+  description: 'The weather in a city.',
+  parameters: { type: 'OBJECT', properties: { city: { type: 'STRING' } }, required: ['city'] },
+  execute: (args) => ({ city: args.city, temp_c: 21, sky: 'clear' }),
+});
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // FakeLlm answers "turn <n>: <last user text>", n counting the user turns
 // the request carries (so a test sees whether the session kept the first).
+// A text with the word "slow" streams a word every 15 ms (to stop, or read
+// the history, in the middle of an answer). "weather:<city>" calls
+// get_weather, and its result gets "The weather in <city>: clear, 21 C.".
 class FakeLlm extends BaseLlm {
   constructor() { super({ model: 'fake' }); }
   async *generateContentAsync(req, stream) {
-    const users = (req.contents || []).filter((c) => c.role === 'user' && (c.parts || []).some((p) => p.text));
+    const contents = req.contents || [];
+    const users = contents.filter((c) => c.role === 'user' && (c.parts || []).some((p) => p.text));
     const last = users[users.length - 1];
     const text = (last?.parts || []).map((p) => p.text || '').join('');
-    const answer = `turn ${users.length}: ${text}`;
+    const result = (contents[contents.length - 1]?.parts || []).find((p) => p.functionResponse);
+    if (!result && text.startsWith('weather:')) {
+      yield { content: { role: 'model', parts: [{ functionCall: { id: 'call-weather-1', name: 'get_weather', args: { city: text.slice(8) } } }] },
+        turnComplete: true, usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } };
+      return;
+    }
+    const answer = result
+      ? `The weather in ${result.functionResponse.response?.city}: clear, 21 C.`
+      : `turn ${users.length}: ${text}`;
+    const slow = /\bslow\b/.test(text) && !result;
     if (stream) {
-      for (const w of answer.split(/(?<= )/)) yield { content: { role: 'model', parts: [{ text: w }] }, partial: true };
+      for (const w of answer.split(/(?<= )/)) {
+        if (slow) await pause(15);
+        yield { content: { role: 'model', parts: [{ text: w }] }, partial: true };
+      }
     }
     yield { content: { role: 'model', parts: [{ text: answer }] }, turnComplete: true,
       usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 2 } };
@@ -18,4 +45,4 @@ class FakeLlm extends BaseLlm {
   async connect() { throw new Error('no live connection'); }
 }
 
-export const rootAgent = new LlmAgent({ name: 'scripted', model: new FakeLlm(), instruction: 'be scripted' });
+export const rootAgent = new LlmAgent({ name: 'scripted', model: new FakeLlm(), instruction: 'be scripted', tools: [getWeather] });
