@@ -667,7 +667,14 @@ func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
 		msg.Created = e.now().UTC()
 	}
 	if call := lr.currentCall(); call != nil && call.Steer != nil && !lr.finishing() {
-		return e.passSteer(ctx, lr, call, msg)
+		err := e.passSteer(ctx, lr, call, msg)
+		if ErrorCode(err) != CodeUnsupported {
+			return err
+		}
+		// The upstream's run takes no input while it works (an ADK
+		// invocation): the steer waits for the run's next upstream call,
+		// and the run says it did not join the upstream's turn.
+		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, DroppedSteerNextCall) })
 	}
 	lr.emitMu.Lock()
 	if !lr.addSteer(msg) {
@@ -688,6 +695,11 @@ func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
 	}
 	return nil
 }
+
+// DroppedSteerNextCall is recorded on a run whose upstream took a steer
+// not into the turn it was working on but as the input of one more call
+// after it (an agent upstream that takes no input while it works).
+const DroppedSteerNextCall = "steer:next_upstream_call"
 
 // passSteer hands a steer to the upstream's own run; once the upstream
 // took it, it is logged (a user_message event) and joins the transcript

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,10 +9,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
+	"github.com/bridge-dev/bridge/outbound/adk/adktest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
@@ -256,5 +259,308 @@ func TestToolLoopOverA2AAgent(t *testing.T) {
 	}
 	if r := runJSON(t, ctx, front, first.run); r["status"] != "completed" || r["upstream_run_id"] != got[0].TaskID {
 		t.Errorf("front run: %v", r)
+	}
+}
+
+// adkUpstreamBridge starts a bridge whose upstream is the ADK api_server
+// (or a bridge's ADK endpoint) at url.
+func adkUpstreamBridge(t *testing.T, url string) string {
+	t.Helper()
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Name: "adk", Dialect: "adk", URL: url}}
+	return "http://" + startMain(t, cfg).Addr()
+}
+
+// TestToolLoopOverADKBridge: the tool loop over a front bridge whose
+// upstream is a second bridge's ADK endpoint. The second bridge's run
+// stops at the model's call, sent as a long-running functionCall; the
+// client's result goes, as a functionResponse, to the same ADK session,
+// where it continues the same run (the invocation).
+func TestToolLoopOverADKBridge(t *testing.T) {
+	model := toolModel(t)
+	back := a2aBridge(t, model.BaseURL())
+	front := adkUpstreamBridge(t, back)
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+
+	for _, session := range []string{"loop-adk", ""} {
+		first, second := toolLoop(t, ctx, front, "agent", session)
+		inv, _ := runJSON(t, ctx, front, first.run)["upstream_run_id"].(string)
+		inv2, _ := runJSON(t, ctx, front, second.run)["upstream_run_id"].(string)
+		if inv == "" || inv2 != inv {
+			t.Fatalf("session %q: the front runs name invocations %q and %q, want one", session, inv, inv2)
+		}
+		up := runJSON(t, ctx, back, inv)
+		if up["status"] != "completed" {
+			t.Errorf("session %q: upstream run %s: %v", session, inv, up)
+		}
+		var hist struct {
+			Runs []struct {
+				ID string `json:"id"`
+			} `json:"runs"`
+		}
+		adkJSON(t, ctx, "GET", back+"/v1/sessions/"+up["session_id"].(string)+"/history?format=openai", "", 200, &hist)
+		if len(hist.Runs) != 1 || hist.Runs[0].ID != inv {
+			t.Errorf("session %q: upstream history runs %+v, want the one run %s", session, hist.Runs, inv)
+		}
+	}
+}
+
+// TestToolLoopOverADK: the same over a fake ADK api_server whose agent
+// asks for the client's tool with a long-running functionCall: the
+// client's result goes to the same ADK session as a functionResponse.
+func TestToolLoopOverADK(t *testing.T) {
+	srv := adktest.New()
+	t.Cleanup(srv.Close)
+	front := adkUpstreamBridge(t, srv.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+
+	h := http.Header{"X-Session-Id": {"loop-adk-fake"}}
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}}
+	msgs := []map[string]any{{"role": "user", "content": "client:Paris"}}
+	first := agentChat(t, ctx, front, h, map[string]any{"model": "scripted", "messages": msgs, "tools": tools})
+	if first.finish != "tool_calls" || len(first.calls) != 1 || first.calls[0].ID != "call-client-1" || first.calls[0].Args != `{"city":"Paris"}` {
+		t.Fatalf("first turn: %+v", first)
+	}
+	msgs = append(msgs,
+		map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "call-client-1", "type": "function",
+			"function": map[string]string{"name": "get_weather", "arguments": first.calls[0].Args}}}},
+		map[string]any{"role": "tool", "tool_call_id": "call-client-1", "content": `{"sky":"clear"}`})
+	second := agentChat(t, ctx, front, h, map[string]any{"model": "scripted", "messages": msgs, "tools": tools})
+	if second.run != first.run || second.text != `the tool said: {"sky":"clear"}` {
+		t.Fatalf("second turn: %+v (first run %s)", second, first.run)
+	}
+	reqs := srv.RunRequests()
+	if len(reqs) != 2 || string(reqs[0]["sessionId"]) != string(reqs[1]["sessionId"]) {
+		t.Fatalf("run requests %d, sessions %s and %s: want two in one ADK session", len(reqs), reqs[0]["sessionId"], reqs[len(reqs)-1]["sessionId"])
+	}
+	if !strings.Contains(string(reqs[1]["newMessage"]), `"functionResponse":{"id":"call-client-1"`) {
+		t.Errorf("second newMessage %s, want the functionResponse", reqs[1]["newMessage"])
+	}
+	if r := runJSON(t, ctx, front, first.run); r["status"] != "completed" {
+		t.Errorf("front run: %v", r)
+	}
+}
+
+// midStream streams a Chat Completions request to front and calls act
+// with the run id once n frames have come, then reads the stream to its
+// end. It returns the run id and the text.
+func midStream(t *testing.T, ctx context.Context, front, model, session, input string, n int, act func(run string)) (string, string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"model": model, "stream": true, "messages": []map[string]string{{"role": "user", "content": input}}})
+	req, _ := http.NewRequestWithContext(ctx, "POST", front+"/v1/chat/completions", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	run := resp.Header.Get("X-Run-Id")
+	var raw bytes.Buffer
+	br := bufio.NewReader(resp.Body)
+	frames := 0
+	for {
+		line, err := br.ReadBytes('\n')
+		raw.Write(line)
+		if bytes.HasPrefix(line, []byte("data: ")) {
+			if frames++; frames == n {
+				act(run)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	text, _ := chatStreamText(raw.Bytes())
+	return run, text
+}
+
+// runAPI posts to a bridge's run API and returns the status code.
+func runAPI(t *testing.T, ctx context.Context, base, run, op, body string) int {
+	t.Helper()
+	resp := adkDo(t, ctx, "POST", base+"/v1/runs/"+run+"/"+op, body)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitStatus waits until a bridge's run has ended and returns it.
+func waitStatus(t *testing.T, ctx context.Context, base, run string) map[string]any {
+	t.Helper()
+	var r map[string]any
+	waitUntil(t, "run "+run+" to end", func() bool {
+		r = runJSON(t, ctx, base, run)
+		return r["status"] != "running"
+	})
+	return r
+}
+
+// TestStopThroughAgentBridges: a stop on the front bridge stops the
+// upstream bridge's run, over a2a= (tasks/cancel) and adk= (the upstream
+// bridge's run API, found by the X-Run-Id its run_sse answer carries): its
+// run ends cancelled and its model call is closed, not run to the end.
+func TestStopThroughAgentBridges(t *testing.T) {
+	for _, dialect := range []string{"a2a", "adk"} {
+		t.Run(dialect, func(t *testing.T) {
+			slow := newSlowOpenAI(t, 20*time.Millisecond, func(int) []string { return words("w", 200) })
+			back := a2aBridge(t, slow.baseURL())
+			front := a2aUpstreamBridge(t, back, "")
+			if dialect == "adk" {
+				front = adkUpstreamBridge(t, back)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+			defer cancel()
+			run, text := midStream(t, ctx, front, "agent", "stop-"+dialect, "go", 4, func(run string) {
+				if c := runAPI(t, ctx, front, run, "cancel", ""); c != 200 {
+					t.Errorf("cancel: %d", c)
+				}
+			})
+			if len(text) >= len(strings.Join(words("w", 200), "")) {
+				t.Errorf("the whole answer came despite the stop")
+			}
+			r := waitStatus(t, ctx, front, run)
+			if r["status"] != "cancelled" {
+				t.Errorf("front run %v", r)
+			}
+			up, _ := r["upstream_run_id"].(string)
+			if up == "" {
+				t.Fatalf("the front run names no upstream run: %v", r)
+			}
+			if u := waitStatus(t, ctx, back, up); u["status"] != "cancelled" {
+				t.Errorf("upstream run %v, want cancelled", u)
+			}
+			waitUntil(t, "the upstream model call to be closed", func() bool { return slow.cancelled.Load() == 1 })
+		})
+	}
+}
+
+// TestStopOverADK: over ADK's own api_server (the fake) a stop closes
+// run_sse, which is its stop: ADK-JS aborts the invocation when the
+// connection closes, and the session never gets the answer's final event.
+func TestStopOverADK(t *testing.T) {
+	srv := adktest.New()
+	srv.Delay = 20 * time.Millisecond
+	t.Cleanup(srv.Close)
+	front := adkUpstreamBridge(t, srv.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	long := strings.Repeat("word ", 200)
+	run, _ := midStream(t, ctx, front, "scripted", "stop-adk-fake", "say:"+long, 4, func(run string) {
+		if c := runAPI(t, ctx, front, run, "cancel", ""); c != 200 {
+			t.Errorf("cancel: %d", c)
+		}
+	})
+	if r := waitStatus(t, ctx, front, run); r["status"] != "cancelled" {
+		t.Errorf("front run %v", r)
+	}
+	reqs := srv.RunRequests()
+	var sid string
+	_ = json.Unmarshal(reqs[0]["sessionId"], &sid)
+	waitUntil(t, "the ADK run to stop", func() bool { return srv.Aborted() == 1 })
+	if sess := srv.Session("scripted", "bridge", sid); bytes.Contains(sess, []byte(`"turnComplete":true`)) {
+		t.Errorf("the ADK session got the answer's final event after the stop: %s", sess)
+	}
+}
+
+// TestSteerThroughAgentBridges: a steer to the front run lands in the same
+// upstream turn, over a2a= (a message to the working task) and adk= (the
+// upstream bridge's run API): the upstream bridge's run takes it (its
+// model's next call ends with it), the front and the upstream each keep
+// one run, and the front's client gets both answers in one stream.
+func TestSteerThroughAgentBridges(t *testing.T) {
+	for _, dialect := range []string{"a2a", "adk"} {
+		t.Run(dialect, func(t *testing.T) {
+			slow := newSlowOpenAI(t, 15*time.Millisecond, func(n int) []string {
+				if n == 0 {
+					return words("a", 20)
+				}
+				return []string{"steered"}
+			})
+			back := a2aBridge(t, slow.baseURL())
+			front := a2aUpstreamBridge(t, back, "")
+			if dialect == "adk" {
+				front = adkUpstreamBridge(t, back)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+			defer cancel()
+			run, text := midStream(t, ctx, front, "agent", "steer-"+dialect, "go", 4, func(run string) {
+				if c := runAPI(t, ctx, front, run, "steer", `{"input":"and also this"}`); c != 200 {
+					t.Errorf("steer: %d", c)
+				}
+			})
+			if !strings.HasPrefix(text, strings.Join(words("a", 20), "")) || !strings.HasSuffix(text, "steered") {
+				t.Errorf("front answer %q, want the first answer then the steered one", text)
+			}
+			r := waitStatus(t, ctx, front, run)
+			up, _ := r["upstream_run_id"].(string)
+			if r["status"] != "completed" || up == "" {
+				t.Fatalf("front run %v", r)
+			}
+			reqs := slow.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("the upstream model got %d calls, want 2 (the steer adds one in the same run)", len(reqs))
+			}
+			if !strings.Contains(string(reqs[1].Body), "and also this") {
+				t.Errorf("the model's second call lacks the steer: %s", reqs[1].Body)
+			}
+			u := waitStatus(t, ctx, back, up)
+			var hist struct {
+				Runs []struct{ ID string } `json:"runs"`
+			}
+			adkJSON(t, ctx, "GET", back+"/v1/sessions/"+u["session_id"].(string)+"/history?format=openai", "", 200, &hist)
+			if u["status"] != "completed" || len(hist.Runs) != 1 {
+				t.Errorf("upstream run %v, history runs %+v: want one completed run", u, hist.Runs)
+			}
+			var fh struct {
+				Runs []struct {
+					ID      string   `json:"id"`
+					Dropped []string `json:"dropped"`
+				} `json:"runs"`
+			}
+			adkJSON(t, ctx, "GET", front+"/v1/sessions/steer-"+dialect+"/history?format=openai", "", 200, &fh)
+			if len(fh.Runs) != 1 || strings.Contains(strings.Join(fh.Runs[0].Dropped, ","), "steer") {
+				t.Errorf("front history runs %+v, want one run whose steer joined the upstream turn", fh.Runs)
+			}
+		})
+	}
+}
+
+// TestSteerOverADK: ADK's own api_server takes no input into an
+// invocation in progress, so a steer waits for it to end and goes to the
+// same ADK session as the next invocation, in the same front run; the
+// run's history says the steer did not join the upstream turn.
+func TestSteerOverADK(t *testing.T) {
+	srv := adktest.New()
+	srv.Delay = 15 * time.Millisecond
+	t.Cleanup(srv.Close)
+	front := adkUpstreamBridge(t, srv.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	run, text := midStream(t, ctx, front, "scripted", "steer-adk-fake", "say:"+strings.Repeat("word ", 20), 4, func(run string) {
+		if c := runAPI(t, ctx, front, run, "steer", `{"input":"say:steered"}`); c != 200 {
+			t.Errorf("steer: %d", c)
+		}
+	})
+	if !strings.HasSuffix(text, "steered") {
+		t.Errorf("front answer %q, want the steered answer at its end", text)
+	}
+	if r := waitStatus(t, ctx, front, run); r["status"] != "completed" {
+		t.Errorf("front run %v", r)
+	}
+	reqs := srv.RunRequests()
+	if len(reqs) != 2 || string(reqs[0]["sessionId"]) != string(reqs[1]["sessionId"]) || !strings.Contains(string(reqs[1]["newMessage"]), "say:steered") {
+		t.Fatalf("run requests %v: want the steer as the next invocation in the same session", reqs)
+	}
+	var fh struct {
+		Runs []struct {
+			ID      string   `json:"id"`
+			Dropped []string `json:"dropped"`
+		} `json:"runs"`
+	}
+	adkJSON(t, ctx, "GET", front+"/v1/sessions/steer-adk-fake/history?format=openai", "", 200, &fh)
+	if len(fh.Runs) != 1 || !strings.Contains(strings.Join(fh.Runs[0].Dropped, ","), "steer:next_upstream_call") {
+		t.Errorf("front history runs %+v, want one run that says its steer went to the next upstream call", fh.Runs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,16 @@ type StreamDecoder struct {
 	finish   string
 	usage    bridge.Usage
 	done     bool
+	// asked are the long-running function calls of the run (the client's
+	// to answer, SourceModel); waiting says the run's last final response
+	// is such a call: the run ends input_required, waiting for results.
+	asked   []bridge.ToolCall
+	waiting bool
 }
+
+// Asked returns the long-running calls the run asked the client to
+// answer, in order.
+func (d *StreamDecoder) Asked() []bridge.ToolCall { return d.asked }
 
 // Done reports whether the decoder has produced its final event.
 func (d *StreamDecoder) Done() bool { return d.done }
@@ -68,6 +78,10 @@ func (d *StreamDecoder) Prime(evs []bridge.Event) {
 		case bridge.KindToolCallDone:
 			d.calls++
 			d.final = false
+			if ev.Source == bridge.SourceModel && ev.ToolCall != nil {
+				d.asked = append(d.asked, *ev.ToolCall)
+				d.waiting, d.final = true, true
+			}
 		case bridge.KindToolResult:
 			d.final = false
 		case bridge.KindUsage:
@@ -173,12 +187,16 @@ func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
 		}
 	} else {
 		var text, thought strings.Builder
+		user := ev.Content != nil && ev.Content.Role == "user"
 		for _, p := range parts {
 			switch {
 			case p.FunctionCall != nil:
 				hasCall = true
 			case p.FunctionResponse != nil:
 				hasResp = true
+			case user:
+				// A user's message (a steer a bridge upstream took) is not
+				// the agent's answer.
 			case p.Thought:
 				thought.WriteString(p.Text)
 			default:
@@ -204,6 +222,7 @@ func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
 				d.answer.WriteString(text.String())
 			}
 		}
+		asks := false
 		for _, p := range parts {
 			switch {
 			case p.FunctionCall != nil:
@@ -212,11 +231,20 @@ func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
 				if args == "" {
 					args = "{}"
 				}
+				// A long-running call is the client's to answer: the run
+				// stops for its result (ADK's final response).
+				src := bridge.SourceAgent
+				if fc.ID != "" && slices.Contains(ev.LongRunningToolIDs, fc.ID) {
+					src, asks = bridge.SourceModel, true
+				}
 				tc := bridge.ToolCall{ID: fc.ID, Name: fc.Name, Index: d.calls}
-				emit(bridge.Event{Kind: bridge.KindToolCallStarted, Source: bridge.SourceAgent, Index: d.calls, ToolCall: &tc})
+				emit(bridge.Event{Kind: bridge.KindToolCallStarted, Source: src, Index: d.calls, ToolCall: &tc})
 				done := tc
 				done.Arguments = args
-				emit(bridge.Event{Kind: bridge.KindToolCallDone, Source: bridge.SourceAgent, Index: d.calls, ToolCall: &done})
+				emit(bridge.Event{Kind: bridge.KindToolCallDone, Source: src, Index: d.calls, ToolCall: &done})
+				if src == bridge.SourceModel {
+					d.asked = append(d.asked, done)
+				}
 				d.calls++
 			case p.FunctionResponse != nil:
 				fr := p.FunctionResponse
@@ -229,6 +257,12 @@ func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
 			}
 		}
 		d.started, d.streamed, d.thought = false, "", ""
+		switch {
+		case asks:
+			d.waiting = true
+		case !hasCall && !hasResp && ev.Content != nil && ev.Content.Role != "user":
+			d.waiting = false // an answer after the calls: the run went on
+		}
 	}
 	if u := hubUsage(ev.UsageMetadata); u != nil {
 		emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
@@ -243,11 +277,17 @@ func (d *StreamDecoder) Decode(ev *Event) []bridge.Event {
 			msg = "the agent failed with error code " + ev.ErrorCode
 		}
 		e := &bridge.Error{Code: errorCodeOf(ev.ErrorCode), Message: msg, Dialect: Dialect, UpstreamCode: ev.ErrorCode}
-		emit(bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent,
-			Final: &bridge.Final{Status: bridge.StatusFailed, Reason: msg, Error: e, StopReason: stopReason(ev.ErrorCode)}})
+		f := &bridge.Final{Status: bridge.StatusFailed, Reason: msg, Error: e, StopReason: stopReason(ev.ErrorCode)}
+		switch ev.ErrorCode {
+		case "CANCELLED", "CANCELED": // the run was stopped (a bridge upstream says so)
+			f = &bridge.Final{Status: bridge.StatusCancelled, Reason: msg}
+		case "INTERRUPTED":
+			f = &bridge.Final{Status: bridge.StatusInterrupted, Reason: msg}
+		}
+		emit(bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent, Final: f})
 		return out
 	}
-	if !ev.Partial {
+	if !ev.Partial && (ev.Content == nil || ev.Content.Role != "user" || hasResp) {
 		d.final = !hasCall && !hasResp || len(ev.LongRunningToolIDs) > 0 || ev.Actions.SkipSummarization
 	}
 	return out
@@ -281,6 +321,10 @@ func (d *StreamDecoder) End(done bool) bridge.Event {
 	}
 	if !d.final && !done {
 		f = &bridge.Final{Status: bridge.StatusInterrupted, Reason: "the ADK stream closed before the run's final response"}
+	} else if d.waiting {
+		// The run's last word is a long-running call: it waits for the
+		// client's result.
+		f.Status, f.StopReason = bridge.StatusInputRequired, bridge.StopToolUse
 	}
 	return bridge.Event{Kind: bridge.KindFinal, Source: bridge.SourceAgent, Final: f}
 }

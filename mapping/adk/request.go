@@ -237,8 +237,12 @@ func HubMessages(c *Content) (msgs []bridge.Message, dropped []string) {
 			if len(resp) == 0 {
 				resp = json.RawMessage("{}")
 			}
+			part := bridge.Part{Type: bridge.PartData, JSON: resp}
+			if t, ok := resultText(resp); ok {
+				part = bridge.TextPart(t) // the form toolResponse gives a text result
+			}
 			msgs = append(msgs, bridge.Message{Role: bridge.RoleTool, Name: fr.Name, ToolCallID: fr.ID,
-				Parts: []bridge.Part{{Type: bridge.PartData, JSON: resp}}, IsError: hasErrorKey(resp)})
+				Parts: []bridge.Part{part}, IsError: hasErrorKey(resp)})
 		case p.FunctionCall != nil:
 			dropped = append(dropped, "adk:newMessage.functionCall")
 		case p.InlineData != nil:
@@ -257,6 +261,20 @@ func HubMessages(c *Content) (msgs []bridge.Message, dropped []string) {
 		msgs = append([]bridge.Message{user}, msgs...)
 	}
 	return msgs, dropped
+}
+
+// resultText is the text of a response {"result": "<text>"}, the object
+// ADK wraps a tool's plain text result in.
+func resultText(raw json.RawMessage) (string, bool) {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(raw, &o) != nil || len(o) != 1 {
+		return "", false
+	}
+	var s string
+	if r, ok := o["result"]; !ok || json.Unmarshal(r, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func mediaType(mime string) bridge.PartType {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -163,7 +164,12 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 
 	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID}
 	pkey := transcriptKey(app, user, prefix)
-	if pkey != "" && c.cfg.IDs != nil {
+	if run := bridge.RunIDFromContext(ctx); c.cfg.IDs != nil && run != "" && results(input) {
+		// The client's results for the long-running calls the run's
+		// invocation stopped at go to the session that waits for them.
+		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, "run:"+run)
+	}
+	if pkey != "" && c.cfg.IDs != nil && k.session == "" {
 		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, pkey)
 	}
 	resp, cancel, err := k.post(content)
@@ -186,7 +192,33 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	}
 	k.body = outbound.IdleBody(resp.Body, c.cfg.Timeouts.Idle, cancel)
 	k.cancel = cancel
-	return &bridge.Call{Events: k.events, Dropped: dropped}, nil
+	return k.bridgeCall(resp, dropped), nil
+}
+
+// results reports whether input is only tool results (a client answering
+// the calls the agent asked for).
+func results(input []bridge.Message) bool {
+	for i := range input {
+		if input[i].Role != bridge.RoleTool {
+			return false
+		}
+	}
+	return len(input) > 0
+}
+
+// bridgeCall is the engine's view of the call. An upstream that names its
+// run in X-Run-Id is a bridge: its run API stops the run (closing run_sse
+// leaves a bridge's run going, as it leaves any resumable run) and takes
+// a steer into the same upstream turn. ADK's own api_server has neither:
+// closing run_sse is its stop (ADK-JS aborts the invocation when the
+// connection closes), and a steer cannot join its invocation.
+func (k *call) bridgeCall(resp *http.Response, dropped []string) *bridge.Call {
+	out := &bridge.Call{Events: k.events, Dropped: dropped, Steer: k.steerNext}
+	if run := resp.Header.Get("X-Run-Id"); run != "" {
+		k.upstreamRun = run
+		out.Cancel, out.Steer = k.cancelRun, k.steerRun
+	}
+	return out
 }
 
 // Resume implements bridge.Resumer: after a restart, it asks the upstream
@@ -228,7 +260,7 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 	}
 	k.body = outbound.IdleBody(resp.Body, c.cfg.Timeouts.Idle, cancel)
 	k.cancel = cancel
-	return &bridge.Call{Events: k.events}, nil
+	return k.bridgeCall(resp, nil), nil
 }
 
 var _ bridge.Resumer = (*Client)(nil)
@@ -248,6 +280,10 @@ type call struct {
 	body          io.ReadCloser
 	cancel        context.CancelCauseFunc
 	text          strings.Builder // the run's answer text, as the transcript keeps it
+	// upstreamRun is the run a bridge upstream named (X-Run-Id), for its
+	// run API; "" for ADK itself.
+	upstreamRun     string
+	cancelRequested atomic.Bool
 }
 
 func (k *call) sessionsURL() string {
@@ -387,6 +423,12 @@ func (k *call) emit(ev bridge.Event, yield func(bridge.Event, error) bool) bool 
 	case bridge.KindMessageStarted:
 		k.put(bridge.IDRun, bridge.RunIDFromContext(k.ctx), ev.ResponseID)
 	case bridge.KindFinal:
+		if ev.Final != nil && ev.Final.Status == bridge.StatusCancelled && !k.cancelRequested.Load() {
+			// A stop the bridge did not ask for interrupts the run.
+			f := *ev.Final
+			f.Status = bridge.StatusInterrupted
+			ev.Final = &f
+		}
 		k.finish(ev.Final)
 	}
 	return yield(ev, nil)
@@ -412,10 +454,10 @@ func (k *call) resume(lastEventID string) (*http.Response, context.CancelCauseFu
 	return resp, cancel, nil
 }
 
-// finish records, after a completed run, the session the transcript now
-// leads to.
+// finish records, after a completed run or one that waits for the
+// client's tool results, the session the transcript now leads to.
 func (k *call) finish(f *bridge.Final) {
-	if f == nil || f.Status != bridge.StatusCompleted {
+	if f == nil || (f.Status != bridge.StatusCompleted && f.Status != bridge.StatusInputRequired) {
 		return
 	}
 	next := append(append([]bridge.Message(nil), k.transcript...),
@@ -442,4 +484,39 @@ func (b *brokenReader) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
+}
+
+// cancelRun stops a bridge upstream's run through its run API.
+func (k *call) cancelRun(ctx context.Context) error {
+	k.cancelRequested.Store(true)
+	resp, err := k.do(ctx, http.MethodPost, k.c.root+"/v1/runs/"+url.PathEscape(k.upstreamRun)+"/cancel", nil, "application/json")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// steerRun passes a steer to a bridge upstream's run (its run API), which
+// takes it into the same run. A run that takes no more input answers 409:
+// CodeConflict, the steer is reported back.
+func (k *call) steerRun(ctx context.Context, m bridge.Message) error {
+	body, _ := json.Marshal(map[string]string{"input": m.Text()})
+	resp, err := k.do(ctx, http.MethodPost, k.c.root+"/v1/runs/"+url.PathEscape(k.upstreamRun)+"/steer", body, "application/json")
+	if err != nil {
+		if bridge.ErrorCode(err) == bridge.CodeConflict {
+			return bridge.Errorf(bridge.CodeConflict, "upstream %s: the run takes no more input", k.c.cfg.Name)
+		}
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// steerNext answers a steer over ADK's own api_server, which has no way
+// to add input to an invocation in progress: CodeUnsupported, so the
+// engine keeps it for the run's next upstream call (a new invocation in
+// the same session) and the run records that it did not join the turn.
+func (k *call) steerNext(context.Context, bridge.Message) error {
+	return bridge.Errorf(bridge.CodeUnsupported, "upstream %s (ADK) takes no input into an invocation in progress", k.c.cfg.Name)
 }

@@ -9,6 +9,9 @@
 // get_weather tool and answers from its result; "error:<code>" answers
 // with an errorCode event; "cut:<text>" streams the partials of text and
 // drops the connection before the complete event; "say:<text>" answers
-// text; anything else answers "turn <n>: <text>", n counting the user
-// events of the session (so a test sees whether a session was reused).
+// text; "client:<city>" asks the client for get_weather (a long-running
+// call, then the stream ends) and a newMessage carrying a
+// functionResponse answers "the tool said: <response JSON>"; anything
+// else answers "turn <n>: <text>", n counting the user events of the
+// session (so a test sees whether a session was reused).
 package adktest

@@ -38,6 +38,15 @@ type Server struct {
 	sessions map[string]*session
 	requests []Request
 	last     map[string][]event // the events of each session's last cut run
+	aborted  int                // runs that stopped because their client went away
+}
+
+// Aborted counts the runs that stopped because their run_sse connection
+// closed (ADK-JS aborts the invocation then).
+func (s *Server) Aborted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aborted
 }
 
 type session struct {
@@ -268,7 +277,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		if ev["id"] == nil {
 			ev["id"] = eventID()
 		}
-		ev["actions"], ev["longRunningToolIds"], ev["timestamp"] = actions(), []string{}, now()
+		ids := []string{}
+		if lr, _ := ev["longRunning"].(bool); lr {
+			delete(ev, "longRunning")
+			ids = []string{"call-client-1"}
+		}
+		ev["actions"], ev["longRunningToolIds"], ev["timestamp"] = actions(), ids, now()
 		if p, _ := ev["partial"].(bool); !p {
 			s.mu.Lock()
 			ss.Events = append(ss.Events, ev)
@@ -282,10 +296,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			return true
 		}
 		b, _ := json.Marshal(ev)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
+		if err == nil {
+			err = http.NewResponseController(w).Flush()
+		}
+		if err != nil || r.Context().Err() != nil {
+			s.mu.Lock()
+			s.aborted++
+			s.mu.Unlock()
 			return false
 		}
-		w.(http.Flusher).Flush()
 		return true
 	}
 	if err := json.Unmarshal(req.NewMessage, &msg); err != nil || msg.Parts == nil {
@@ -356,7 +376,24 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	t := text.String()
+	var answered map[string]any // a client's functionResponse
+	for _, p := range msg.Parts {
+		if fr, ok := p["functionResponse"].(map[string]any); ok {
+			answered = fr
+		}
+	}
 	switch {
+	case answered != nil:
+		resp, _ := json.Marshal(answered["response"])
+		say("the tool said: "+string(resp), false)
+	case strings.HasPrefix(t, "client:"):
+		// A long-running call the client answers: the invocation stops
+		// at it (ADK's final response), the stream ends.
+		city := strings.TrimPrefix(t, "client:")
+		ev := event{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"id": "call-client-1", "name": "get_weather", "args": map[string]string{"city": city}}}}},
+			"turnComplete": true}
+		ev["longRunning"] = true
+		emit(ev)
 	case strings.HasPrefix(t, "weather:"):
 		city := strings.TrimPrefix(t, "weather:")
 		emit(event{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"id": "call-weather-1", "name": "get_weather", "args": map[string]string{"city": city}}}}},
