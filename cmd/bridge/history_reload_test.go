@@ -29,7 +29,17 @@ type reloadCase struct {
 	name    string
 	start   func(t *testing.T, ctx context.Context, base string) // the run's request, read to its end
 	history func(t *testing.T, ctx context.Context, base string) reading
-	resume  func(t *testing.T, ctx context.Context, base string, r reading) string
+	// native is the dialect's own resume request, nil when it has none
+	// but the run API.
+	native func(ctx context.Context, base string, r reading) *http.Request
+	// text is the answer text of resumed frames.
+	text func(frames []sseData) string
+}
+
+// sseData is one SSE frame's event name and data.
+type sseData struct {
+	event string
+	data  []byte
 }
 
 // getJSON GETs url and decodes its JSON answer, which must be a 200; a 404
@@ -76,18 +86,17 @@ func post(t *testing.T, ctx context.Context, url, body string, hdr ...string) []
 	return b
 }
 
-// sseData is one SSE frame's event name and data.
-type sseData struct {
-	event string
-	data  []byte
-}
-
-// runEvents reads the run API's replay of run after cursor: the SSE
-// frames with data, in order.
-func runEvents(t *testing.T, ctx context.Context, base, run, cursor string) []sseData {
-	t.Helper()
+// runEvents is the run API's replay of run after cursor.
+func runEvents(ctx context.Context, base, run, cursor string) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/runs/"+run+"/events", nil)
 	req.Header.Set("Last-Event-ID", cursor)
+	return req
+}
+
+// sseFrames sends req and reads the SSE frames with data of its answer,
+// which must be a 200, in order.
+func sseFrames(t *testing.T, req *http.Request) []sseData {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Error(err)
@@ -96,7 +105,7 @@ func runEvents(t *testing.T, ctx context.Context, base, run, cursor string) []ss
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
-		t.Errorf("resume %s from %s: %d %s", run, cursor, resp.StatusCode, b)
+		t.Errorf("%s %s (Last-Event-ID %s): %d %s", req.Method, req.URL, req.Header.Get("Last-Event-ID"), resp.StatusCode, b)
 		return nil
 	}
 	var out []sseData
@@ -115,6 +124,17 @@ func runEvents(t *testing.T, ctx context.Context, base, run, cursor string) []ss
 		}
 	}
 	return out
+}
+
+// postJSON is a POST of a JSON body with the SSE Accept header.
+func postJSON(ctx context.Context, url, body string, hdr ...string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return req
 }
 
 var reloadCases = []reloadCase{
@@ -149,9 +169,9 @@ var reloadCases = []reloadCase{
 			}
 			return rd
 		},
-		resume: func(t *testing.T, ctx context.Context, base string, r reading) string {
+		text: func(frames []sseData) string {
 			var text strings.Builder
-			for _, d := range runEvents(t, ctx, base, r.run, r.cursor) {
+			for _, d := range frames {
 				s, _ := chatStreamText(append([]byte("data: "), d.data...))
 				text.WriteString(s)
 			}
@@ -175,9 +195,13 @@ var reloadCases = []reloadCase{
 			cur, _ := tk.Metadata["lastEventId"].(string)
 			return reading{run: tk.ID, running: tk.Status.State == "working", cursor: cur, partial: tk.text()}
 		},
-		resume: func(t *testing.T, ctx context.Context, base string, r reading) string {
+		native: func(ctx context.Context, base string, r reading) *http.Request {
+			return postJSON(ctx, base+"/a2a", `{"jsonrpc":"2.0","id":2,"method":"tasks/resubscribe","params":{"id":"`+r.run+`"}}`,
+				"Last-Event-ID", r.cursor)
+		},
+		text: func(frames []sseData) string {
 			var text strings.Builder
-			for _, d := range runEvents(t, ctx, base, r.run, r.cursor) {
+			for _, d := range frames {
 				var f struct {
 					Result struct {
 						Kind     string `json:"kind"`
@@ -219,9 +243,12 @@ var reloadCases = []reloadCase{
 			}
 			return rd
 		},
-		resume: func(t *testing.T, ctx context.Context, base string, r reading) string {
+		native: func(ctx context.Context, base string, r reading) *http.Request {
+			return postJSON(ctx, base+"/run_sse", `{"appName":"app","userId":"u","sessionId":"rl-adk","streaming":true,"lastEventId":"`+r.cursor+`"}`)
+		},
+		text: func(frames []sseData) string {
 			var text strings.Builder
-			for _, d := range runEvents(t, ctx, base, r.run, r.cursor) {
+			for _, d := range frames {
 				var ev adkEvent
 				if json.Unmarshal(d.data, &ev) == nil && ev.Partial { // the deltas; the complete event repeats them
 					text.WriteString(ev.text())
@@ -260,9 +287,14 @@ var reloadCases = []reloadCase{
 			}
 			return rd
 		},
-		resume: func(t *testing.T, ctx context.Context, base string, r reading) string {
+		native: func(ctx context.Context, base string, r reading) *http.Request {
+			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/sessions/rl-hermes/chat/stream", nil)
+			req.Header.Set("Last-Event-ID", r.cursor)
+			return req
+		},
+		text: func(frames []sseData) string {
 			var text strings.Builder
-			for _, d := range runEvents(t, ctx, base, r.run, r.cursor) {
+			for _, d := range frames {
 				var f struct {
 					Delta string `json:"delta"`
 				}
@@ -307,9 +339,10 @@ func (tk a2aTaskJSON) text() string {
 
 // TestHistoryReload is the chatkit reload, in each history format: the
 // history of a running run, read at several moments, holds the partial
-// answer up to the cursor it gives; resuming from that cursor (the run
-// API, rendered in the run's dialect) gives the rest: the two together
-// are the whole answer, with no word twice.
+// answer up to the cursor it gives; resuming from that cursor (by the run
+// API, rendered in the run's dialect, and by the dialect's own resume:
+// A2A tasks/resubscribe, ADK run_sse with lastEventId, Hermes chat/stream)
+// gives the rest: the two together are the whole answer, no word twice.
 func TestHistoryReload(t *testing.T) {
 	all := words("w", 40)
 	whole := strings.Join(all, "")
@@ -329,6 +362,7 @@ func TestHistoryReload(t *testing.T) {
 			wg.Go(func() { c.start(t, ctx, base) })
 			type result struct {
 				r    reading
+				how  string
 				rest string
 			}
 			results := make(chan result, 64)
@@ -343,7 +377,12 @@ func TestHistoryReload(t *testing.T) {
 					if _, _, ok := bridge.ParseEventID(r.cursor); !ok {
 						t.Fatalf("reading %d: cursor %q", i, r.cursor)
 					}
-					wg.Go(func() { results <- result{r, c.resume(t, ctx, base, r)} })
+					wg.Go(func() {
+						results <- result{r, "the run API", c.text(sseFrames(t, runEvents(ctx, base, r.run, r.cursor)))}
+					})
+					if c.native != nil {
+						wg.Go(func() { results <- result{r, "the dialect's resume", c.text(sseFrames(t, c.native(ctx, base, r)))} })
+					}
 				}
 				time.Sleep(15 * time.Millisecond)
 			}
@@ -354,7 +393,7 @@ func TestHistoryReload(t *testing.T) {
 			}
 			for res := range results {
 				if got := res.r.partial + res.rest; got != whole {
-					t.Errorf("history %q (cursor %s) + resumed %q: not the whole answer", res.r.partial, res.r.cursor, res.rest)
+					t.Errorf("history %q (cursor %s) + resumed by %s %q: not the whole answer", res.r.partial, res.r.cursor, res.how, res.rest)
 				}
 			}
 			if r := c.history(t, ctx, base); r.running || r.partial != whole {
