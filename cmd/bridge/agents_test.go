@@ -377,8 +377,8 @@ func midStream(t *testing.T, ctx context.Context, front, model, session, input s
 	return run, text
 }
 
-// runAPI posts to a bridge's run API and returns the status code.
-func runAPI(t *testing.T, ctx context.Context, base, run, op, body string) int {
+// postRun posts to a bridge's run API and returns the status code.
+func postRun(t *testing.T, ctx context.Context, base, run, op, body string) int {
 	t.Helper()
 	resp := adkDo(t, ctx, "POST", base+"/v1/runs/"+run+"/"+op, body)
 	io.Copy(io.Discard, resp.Body)
@@ -413,7 +413,7 @@ func TestStopThroughAgentBridges(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
 			defer cancel()
 			run, text := midStream(t, ctx, front, "agent", "stop-"+dialect, "go", 4, func(run string) {
-				if c := runAPI(t, ctx, front, run, "cancel", ""); c != 200 {
+				if c := postRun(t, ctx, front, run, "cancel", ""); c != 200 {
 					t.Errorf("cancel: %d", c)
 				}
 			})
@@ -448,7 +448,7 @@ func TestStopOverADK(t *testing.T) {
 	defer cancel()
 	long := strings.Repeat("word ", 200)
 	run, _ := midStream(t, ctx, front, "scripted", "stop-adk-fake", "say:"+long, 4, func(run string) {
-		if c := runAPI(t, ctx, front, run, "cancel", ""); c != 200 {
+		if c := postRun(t, ctx, front, run, "cancel", ""); c != 200 {
 			t.Errorf("cancel: %d", c)
 		}
 	})
@@ -486,7 +486,7 @@ func TestSteerThroughAgentBridges(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
 			defer cancel()
 			run, text := midStream(t, ctx, front, "agent", "steer-"+dialect, "go", 4, func(run string) {
-				if c := runAPI(t, ctx, front, run, "steer", `{"input":"and also this"}`); c != 200 {
+				if c := postRun(t, ctx, front, run, "steer", `{"input":"and also this"}`); c != 200 {
 					t.Errorf("steer: %d", c)
 				}
 			})
@@ -539,7 +539,7 @@ func TestSteerOverADK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
 	defer cancel()
 	run, text := midStream(t, ctx, front, "scripted", "steer-adk-fake", "say:"+strings.Repeat("word ", 20), 4, func(run string) {
-		if c := runAPI(t, ctx, front, run, "steer", `{"input":"say:steered"}`); c != 200 {
+		if c := postRun(t, ctx, front, run, "steer", `{"input":"say:steered"}`); c != 200 {
 			t.Errorf("steer: %d", c)
 		}
 	})
