@@ -93,9 +93,9 @@ func runEvents(ctx context.Context, base, run, cursor string) *http.Request {
 	return req
 }
 
-// sseFrames sends req and reads the SSE frames with data of its answer,
+// reloadFrames sends req and reads the SSE frames with data of its answer,
 // which must be a 200, in order.
-func sseFrames(t *testing.T, req *http.Request) []sseData {
+func reloadFrames(t *testing.T, req *http.Request) []sseData {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -378,10 +378,10 @@ func TestHistoryReload(t *testing.T) {
 						t.Fatalf("reading %d: cursor %q", i, r.cursor)
 					}
 					wg.Go(func() {
-						results <- result{r, "the run API", c.text(sseFrames(t, runEvents(ctx, base, r.run, r.cursor)))}
+						results <- result{r, "the run API", c.text(reloadFrames(t, runEvents(ctx, base, r.run, r.cursor)))}
 					})
 					if c.native != nil {
-						wg.Go(func() { results <- result{r, "the dialect's resume", c.text(sseFrames(t, c.native(ctx, base, r)))} })
+						wg.Go(func() { results <- result{r, "the dialect's resume", c.text(reloadFrames(t, c.native(ctx, base, r)))} })
 					}
 				}
 				time.Sleep(15 * time.Millisecond)
