@@ -20,6 +20,7 @@ import (
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -56,7 +57,7 @@ type Server struct {
 // elsewhere.
 type Options struct {
 	// Store wraps the store the server opens (nil: use it as it is).
-	Store func(*sqlite.Store) bridge.Store
+	Store func(bridge.Store) bridge.Store
 	// Telemetry is the OpenTelemetry setup (zero: from the OTEL_*
 	// environment only).
 	Telemetry otel.EnvConfig
@@ -81,13 +82,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 			_ = tel.Shutdown(sctx)
 		}
 	}()
-	db, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{})
+	store, err := openStore(ctx, cfg.DB)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
+		return nil, err
 	}
-	var store bridge.Store = db
 	if opt.Store != nil {
-		store = opt.Store(db)
+		store = opt.Store(store)
 	}
 	m := &Server{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
 	running, err := store.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
@@ -292,6 +292,23 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 		}
 	}
 	return keys, nil
+}
+
+// openStore opens the log db names: a PostgreSQL database for a
+// postgres:// URL (several replicas may share it), else a SQLite file.
+func openStore(ctx context.Context, db string) (bridge.Store, error) {
+	if postgres.IsURL(db) {
+		s, err := postgres.Open(ctx, db, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err) // the URL may hold a password: not in the message
+		}
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", db, err)
+	}
+	return s, nil
 }
 
 // upstreamKey is the key of upstream u: the variable its api_key_env

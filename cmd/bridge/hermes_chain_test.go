@@ -96,7 +96,7 @@ func (h *hermesHop) resumes() []string {
 // the run id.
 type chatResult struct {
 	text, finish, run string
-	calls            []chatCall
+	calls             []chatCall
 }
 
 type chatCall struct{ id, name, args string }

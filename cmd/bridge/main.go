@@ -72,7 +72,7 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", cfg.Listen, "address to listen on")
-	db := fs.String("db", cfg.DB, "SQLite file for sessions, runs and events")
+	db := fs.String("db", cfg.DB, "the log: a SQLite file, or a postgres:// URL (replicas may share one PostgreSQL database)")
 	model := fs.String("model", "", "upstream model for requests whose dialect names none")
 	config := fs.String("config", "", "YAML config file (listen, db, upstreams, ...)")
 	retention := fs.Duration("retention", cfg.Retention, "how long events are kept after their run ends")

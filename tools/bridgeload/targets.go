@@ -156,7 +156,7 @@ func startBridge(ctx context.Context, up upstream, opt options) (*target, error)
 	var store *timedStore
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.New(ctx, cfg, log, server.Options{
-		Store:     func(db *sqlite.Store) bridge.Store { store = &timedStore{Store: db}; return store },
+		Store:     func(db bridge.Store) bridge.Store { store = &timedStore{Store: db.(*sqlite.Store)}; return store },
 		Telemetry: otel.EnvConfig{Console: os.Stderr},
 	})
 	if err != nil {

@@ -1,0 +1,804 @@
+// Package postgres is a bridge.Store in PostgreSQL (github.com/jackc/pgx/v5),
+// for several bridge replicas that share one log: the same behaviour as
+// storage/sqlite (it passes the same conformance suite), the same schema in
+// PostgreSQL's types, embedded versioned migrations that a replica applies
+// at start under an advisory lock, and a database a newer bridge migrated is
+// refused rather than misread.
+//
+// A commit is one transaction; events go in with one statement per batch
+// (unnest of arrays), so a batch of deltas costs one round trip.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+var _ bridge.Store = (*Store)(nil)
+
+// Options configures a Store. The zero value means the defaults.
+type Options struct {
+	// Now is the clock for times the store fills in itself (a zero
+	// Created). Default time.Now.
+	Now func() time.Time
+	// MaxConns caps the connection pool (default: pgxpool's, the larger
+	// of 4 and the number of CPUs).
+	MaxConns int32
+}
+
+// Store is a bridge.Store in a PostgreSQL database. It is safe for
+// concurrent use, within a process and across processes: every method is
+// its own transaction.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// IsURL reports whether db names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than a SQLite file.
+func IsURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// string, as pgx takes it) and applies the migrations it lacks.
+func Open(ctx context.Context, url string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s", redact(err))
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s", redact(err))
+	}
+	s := &Store{pool: pool, now: opt.Now}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+// redact keeps a connection string's password out of an error's text.
+func redact(err error) string {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return "invalid database URL"
+	}
+	return err.Error()
+}
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrationLock is the advisory lock replicas take to migrate one at a time.
+const migrationLock = 0x6272696467650001 // "bridge" 1
+
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("lock for migrations: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var newest *int64
+	if err := conn.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	known := len(names)
+	if newest != nil && *newest > int64(known) {
+		return fmt.Errorf("the database was migrated by a newer bridge (migration %d; this one knows up to %d)", *newest, known)
+	}
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: no version", base)
+		}
+		if newest != nil && int64(v) <= *newest {
+			continue
+		}
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied) VALUES ($1, $2, $3)`,
+				v, base, s.now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// unixNano is t in unix nanoseconds; the zero time is 0.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// pgCode is the SQLSTATE of err, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+// write runs fn in a transaction and commits it when fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// read runs fn in a read-only transaction, so its queries see one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
+}
+
+// CreateSession inserts sess; CodeConflict if its id exists.
+func (s *Store) CreateSession(ctx context.Context, sess *bridge.Session) error {
+	if sess.ID == "" {
+		return bridge.Errorf(bridge.CodeInvalid, "create session: empty id")
+	}
+	s.sessionTimes(sess)
+	return s.write(ctx, func(tx pgx.Tx) error { return createSession(ctx, tx, sess) })
+}
+
+func (s *Store) sessionTimes(sess *bridge.Session) {
+	if sess.Created.IsZero() {
+		sess.Created = s.now()
+	}
+	if sess.Updated.IsZero() {
+		sess.Updated = sess.Created
+	}
+}
+
+func createSession(ctx context.Context, tx pgx.Tx, sess *bridge.Session) error {
+	_, err := tx.Exec(ctx, `INSERT INTO sessions (id, principal, created, updated, state) VALUES ($1, $2, $3, $4, $5)`,
+		sess.ID, sess.Principal, unixNano(sess.Created), unixNano(sess.Updated), nullText(sess.State))
+	if pgCode(err) == uniqueViolation {
+		return bridge.Errorf(bridge.CodeConflict, "session %q exists", sess.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("create session id=%s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// nullText is b as a text column's value: NULL when empty.
+func nullText(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	v := string(b)
+	return &v
+}
+
+func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error) {
+	var (
+		sess             = bridge.Session{ID: id}
+		created, updated int64
+		state            *string
+	)
+	err := s.pool.QueryRow(ctx, `SELECT principal, created, updated, state FROM sessions WHERE id = $1`, id).
+		Scan(&sess.Principal, &created, &updated, &state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session id=%s: %w", id, err)
+	}
+	sess.Created, sess.Updated = fromUnixNano(created), fromUnixNano(updated)
+	if state != nil {
+		sess.State = []byte(*state)
+	}
+	return &sess, nil
+}
+
+// UpdateSession writes sess.Updated and sess.State.
+func (s *Store) UpdateSession(ctx context.Context, sess *bridge.Session) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET updated = $1, state = $2 WHERE id = $3`,
+		unixNano(sess.Updated), nullText(sess.State), sess.ID)
+	if err != nil {
+		return fmt.Errorf("update session id=%s: %w", sess.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return bridge.Errorf(bridge.CodeNotFound, "session %q not found", sess.ID)
+	}
+	return nil
+}
+
+// runColumns is the column list of a run row, as createRun writes it.
+const runColumns = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render`
+
+// runSelect is what scanRun reads. Commits of events do not touch the run's
+// row (no row version per batch), so a running run takes its last seq from
+// its events; an ended run's row has it.
+const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished,
+	CASE WHEN status = 'running'
+		THEN GREATEST(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		ELSE last_seq END,
+	render`
+
+// CreateRun inserts r and the messages that start it in one transaction.
+func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Message) error {
+	if err := s.checkRun(r); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		if err := createRun(ctx, tx, r); err != nil {
+			return err
+		}
+		return s.addMessages(ctx, tx, input, r.ID, r.Created)
+	})
+}
+
+func (s *Store) checkRun(r *bridge.Run) error {
+	if r.ID == "" {
+		return bridge.Errorf(bridge.CodeInvalid, "create run: empty id")
+	}
+	if r.Status == "" {
+		return bridge.Errorf(bridge.CodeInvalid, "create run %q: empty status", r.ID)
+	}
+	if r.Created.IsZero() {
+		r.Created = s.now()
+	}
+	return nil
+}
+
+func createRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
+	usage, err := json.Marshal(&r.Usage)
+	if err != nil {
+		return fmt.Errorf("create run id=%s: usage: %w", r.ID, err)
+	}
+	dropped, err := marshalList(r.Dropped)
+	if err != nil {
+		return fmt.Errorf("create run id=%s: dropped: %w", r.ID, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		r.ID, r.SessionID, r.ClientRunID, r.Principal, r.Inbound, r.Outbound, r.Upstream, r.Model,
+		string(r.Status), string(r.StopReason), r.Reason, string(usage), dropped, r.TraceID, r.UpstreamRunID,
+		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render))
+	if pgCode(err) == uniqueViolation {
+		return bridge.Errorf(bridge.CodeConflict, "run %q exists", r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("create run id=%s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func marshalList(v []string) (*string, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := string(b)
+	return &out, nil
+}
+
+func scanRun(row pgx.Row) (*bridge.Run, error) {
+	var (
+		r                 bridge.Run
+		status, stop      string
+		usage             string
+		dropped           *string
+		created, finished int64
+		render            string
+	)
+	err := row.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render)
+	if err != nil {
+		return nil, err
+	}
+	r.Status, r.StopReason = bridge.Status(status), bridge.StopReason(stop)
+	if usage != "" {
+		if err := json.Unmarshal([]byte(usage), &r.Usage); err != nil {
+			return nil, fmt.Errorf("run id=%s: usage: %w", r.ID, err)
+		}
+	}
+	if dropped != nil {
+		if err := json.Unmarshal([]byte(*dropped), &r.Dropped); err != nil {
+			return nil, fmt.Errorf("run id=%s: dropped: %w", r.ID, err)
+		}
+	}
+	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	if render != "" {
+		r.Render = json.RawMessage(render)
+	}
+	return &r, nil
+}
+
+func (s *Store) Run(ctx context.Context, id string) (*bridge.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runSelect+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "run %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run id=%s: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunByClientID returns the run principal's client created with
+// clientRunID, the newest if it did so more than once.
+func (s *Store) RunByClientID(ctx context.Context, principal, clientRunID string) (*bridge.Run, error) {
+	if clientRunID == "" {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "run with empty client run id not found")
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runSelect+` FROM runs
+		WHERE principal = $1 AND client_run_id = $2 AND client_run_id <> ''
+		ORDER BY created DESC, ord DESC LIMIT 1`, principal, clientRunID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bridge.Errorf(bridge.CodeNotFound, "run with client run id %q not found", clientRunID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run by client id: %w", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs f selects, newest first.
+func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.SessionID != "" {
+		add("session_id = $%d", f.SessionID)
+	}
+	if f.Principal != "" {
+		add("principal = $%d", f.Principal)
+	}
+	if f.Status != "" {
+		add("status = $%d", string(f.Status))
+	}
+	q := `SELECT ` + runSelect + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created DESC, ord DESC`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []*bridge.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// Commit writes b atomically: its new sessions and runs, its events, the
+// changes of its runs and its messages, or nothing. An event already
+// stored fails the batch with CodeConflict; an event, run or message of a
+// run that does not exist fails it with CodeNotFound.
+func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
+	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
+		return nil
+	}
+	for _, sess := range b.Sessions {
+		if sess.ID == "" {
+			return bridge.Errorf(bridge.CodeInvalid, "create session: empty id")
+		}
+		s.sessionTimes(sess)
+	}
+	for _, r := range b.NewRuns {
+		if err := s.checkRun(r); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		for _, sess := range b.Sessions {
+			if err := createSession(ctx, tx, sess); err != nil {
+				return err
+			}
+		}
+		for _, r := range b.NewRuns {
+			if err := createRun(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		if err := appendEvents(ctx, tx, b.Events); err != nil {
+			return err
+		}
+		for _, r := range b.Runs {
+			if err := updateRun(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return s.addMessages(ctx, tx, b.Messages, "", time.Time{})
+	})
+}
+
+// appendEvents inserts evs in one statement.
+func appendEvents(ctx context.Context, tx pgx.Tx, evs []bridge.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var (
+		runs     = make([]string, len(evs))
+		seqs     = make([]int64, len(evs))
+		kinds    = make([]string, len(evs))
+		payloads = make([]string, len(evs))
+		ups      = make([]string, len(evs))
+		times    = make([]int64, len(evs))
+	)
+	for i := range evs {
+		e := evs[i]
+		runs[i], seqs[i], kinds[i], ups[i], times[i] = e.RunID, e.Seq, string(e.Kind), e.UpstreamID, unixNano(e.Time)
+		e.RunID, e.Seq, e.Time = "", 0, time.Time{} // the columns hold them
+		p, err := json.Marshal(&e)
+		if err != nil {
+			return fmt.Errorf("append event run=%s seq=%d: encode: %w", runs[i], seqs[i], err)
+		}
+		payloads[i] = string(p)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[])`,
+		runs, seqs, kinds, payloads, ups, times)
+	switch pgCode(err) {
+	case "":
+	case uniqueViolation:
+		return bridge.Errorf(bridge.CodeConflict, "append events run=%s seq=%d..: already committed", runs[0], seqs[0])
+	case foreignKeyViolation:
+		return bridge.Errorf(bridge.CodeNotFound, "append events run=%s seq=%d..: run not found", runs[0], seqs[0])
+	}
+	if err != nil {
+		return fmt.Errorf("append events run=%s seq=%d..: %w", runs[0], seqs[0], err)
+	}
+	return nil
+}
+
+// updateRun writes the mutable fields of r.
+func updateRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
+	usage, err := json.Marshal(&r.Usage)
+	if err != nil {
+		return fmt.Errorf("update run id=%s: usage: %w", r.ID, err)
+	}
+	dropped, err := marshalList(r.Dropped)
+	if err != nil {
+		return fmt.Errorf("update run id=%s: dropped: %w", r.ID, err)
+	}
+	tag, err := tx.Exec(ctx, `UPDATE runs SET outbound = $1, upstream = $2, model = $3, status = $4, stop_reason = $5,
+		reason = $6, usage = $7, dropped = $8, trace_id = $9, upstream_run_id = $10, finished = $11,
+		last_seq = GREATEST(last_seq, $12, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		WHERE id = $13`,
+		r.Outbound, r.Upstream, r.Model, string(r.Status), string(r.StopReason), r.Reason, string(usage), dropped,
+		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID)
+	if err != nil {
+		return fmt.Errorf("update run id=%s: %w", r.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return bridge.Errorf(bridge.CodeNotFound, "update run: run %q not found", r.ID)
+	}
+	return nil
+}
+
+// addMessages appends msgs to their runs' sessions, in order. With run set,
+// every message belongs to it, and a zero Created is def.
+func (s *Store) addMessages(ctx context.Context, tx pgx.Tx, msgs []bridge.Message, run string, def time.Time) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	batch := &pgx.Batch{}
+	for i := range msgs {
+		m := msgs[i]
+		if run != "" {
+			m.RunID = run
+		}
+		if m.Created.IsZero() {
+			m.Created = def
+			if m.Created.IsZero() {
+				m.Created = s.now()
+			}
+		}
+		runID, created := m.RunID, unixNano(m.Created)
+		m.ID, m.Created = "", time.Time{}
+		p, err := json.Marshal(&m)
+		if err != nil {
+			return fmt.Errorf("add message run=%s: encode: %w", runID, err)
+		}
+		batch.Queue(`INSERT INTO messages (session_id, run_id, role, payload, created)
+			SELECT session_id, id, $2, $3, $4 FROM runs WHERE id = $1`, runID, string(m.Role), string(p), created)
+	}
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	for i := range msgs {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("add message run=%s: %w", msgs[i].RunID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return bridge.Errorf(bridge.CodeNotFound, "add message: run %q not found", cmpOr(run, msgs[i].RunID))
+		}
+	}
+	return br.Close()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Events returns up to limit events of run with seq > after, in seq order.
+func (s *Store) Events(ctx context.Context, run string, after int64, limit int) ([]bridge.Event, error) {
+	lim := int64(math.MaxInt64)
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, payload, time FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		run, after, lim)
+	if err != nil {
+		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
+	}
+	defer rows.Close()
+	var evs []bridge.Event
+	for rows.Next() {
+		var (
+			seq, t  int64
+			payload []byte
+		)
+		if err := rows.Scan(&seq, &payload, &t); err != nil {
+			return nil, fmt.Errorf("events run=%s: %w", run, err)
+		}
+		var e bridge.Event
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return nil, fmt.Errorf("events run=%s seq=%d: decode: %w", run, seq, err)
+		}
+		e.RunID, e.Seq, e.Time = run, seq, fromUnixNano(t)
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
+	}
+	return evs, nil
+}
+
+// scanMessages reads rows of (position, run_id, created, payload).
+func scanMessages(rows pgx.Rows, msgs []bridge.Message) ([]bridge.Message, error) {
+	for rows.Next() {
+		var (
+			pos, created int64
+			run          *string
+			payload      []byte
+		)
+		if err := rows.Scan(&pos, &run, &created, &payload); err != nil {
+			return nil, err
+		}
+		var m bridge.Message
+		if err := json.Unmarshal(payload, &m); err != nil {
+			return nil, fmt.Errorf("message %d: decode: %w", pos, err)
+		}
+		m.ID = "m" + strconv.FormatInt(pos, 10)
+		if run != nil {
+			m.RunID = *run
+		}
+		m.Created = fromUnixNano(created)
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+// Messages returns up to limit messages of session, oldest first, ending
+// before position before (0: the newest), and whether older ones exist.
+func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	fetch := int64(math.MaxInt64)
+	if limit > 0 {
+		fetch = int64(limit) + 1 // one more tells whether older ones exist
+	}
+	rows, err := s.pool.Query(ctx, `SELECT position, run_id, created, payload FROM messages
+		WHERE session_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, session, before, fetch)
+	if err != nil {
+		return nil, false, fmt.Errorf("messages session=%s: %w", session, err)
+	}
+	defer rows.Close()
+	msgs, err := scanMessages(rows, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("messages session=%s: %w", session, err)
+	}
+	more := limit > 0 && len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	slices.Reverse(msgs)
+	return msgs, more, nil
+}
+
+// RunMessages returns the messages of run, oldest first.
+func (s *Store) RunMessages(ctx context.Context, run string) ([]bridge.Message, error) {
+	rows, err := s.pool.Query(ctx, `SELECT position, run_id, created, payload FROM messages
+		WHERE run_id = $1 ORDER BY position`, run)
+	if err != nil {
+		return nil, fmt.Errorf("run messages run=%s: %w", run, err)
+	}
+	defer rows.Close()
+	msgs, err := scanMessages(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("run messages run=%s: %w", run, err)
+	}
+	return msgs, nil
+}
+
+// PutID records a mapping; an existing (kind, scope, local) is replaced.
+func (s *Store) PutID(ctx context.Context, m bridge.IDMapping) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO id_map (kind, scope, local, remote) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (kind, scope, local) DO UPDATE SET remote = excluded.remote`,
+		string(m.Kind), m.Scope, m.Local, m.Remote)
+	if err != nil {
+		return fmt.Errorf("put id %s %s: %w", m.Kind, m.Scope, err)
+	}
+	return nil
+}
+
+func (s *Store) RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error) {
+	return s.lookupID(ctx, `SELECT remote FROM id_map WHERE kind = $1 AND scope = $2 AND local = $3`, kind, scope, local)
+}
+
+func (s *Store) LocalID(ctx context.Context, kind bridge.IDKind, scope, remote string) (string, error) {
+	return s.lookupID(ctx, `SELECT local FROM id_map WHERE kind = $1 AND scope = $2 AND remote = $3 LIMIT 1`, kind, scope, remote)
+}
+
+func (s *Store) lookupID(ctx context.Context, q string, kind bridge.IDKind, scope, id string) (string, error) {
+	var out string
+	err := s.pool.QueryRow(ctx, q, string(kind), scope, id).Scan(&out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", bridge.Errorf(bridge.CodeNotFound, "no %s id mapped for %q in %s", kind, id, scope)
+	}
+	if err != nil {
+		return "", fmt.Errorf("id map %s %s: %w", kind, scope, err)
+	}
+	return out, nil
+}
+
+// InterruptRunning closes every run left running but those in keep as
+// interrupted with reason at now, after its last event; it returns their
+// ids, oldest first.
+func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error) {
+	var ids []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		rows, err := tx.Query(ctx, `SELECT id, GREATEST(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+			FROM runs WHERE status = $1 ORDER BY created, ord FOR UPDATE`, string(bridge.StatusRunning))
+		if err != nil {
+			return err
+		}
+		type open struct {
+			id   string
+			last int64
+		}
+		var runs []open
+		for rows.Next() {
+			var o open
+			if err := rows.Scan(&o.id, &o.last); err != nil {
+				rows.Close()
+				return err
+			}
+			if !slices.Contains(keep, o.id) {
+				runs = append(runs, o)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, o := range runs {
+			e := bridge.Event{RunID: o.id, Seq: o.last + 1, Time: now, Kind: bridge.KindFinal, Source: bridge.SourceBridge,
+				Final: &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason}}
+			if err := appendEvents(ctx, tx, []bridge.Event{e}); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, finished = $3, last_seq = $4 WHERE id = $5`,
+				string(bridge.StatusInterrupted), reason, unixNano(now), e.Seq, o.id); err != nil {
+				return err
+			}
+			ids = append(ids, o.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("interrupt running runs: %w", err)
+	}
+	return ids, nil
+}
+
+// DeleteEventsBefore deletes the events of every run that ended before t
+// and is not running, and returns how many it deleted.
+func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM events WHERE run_id IN
+		(SELECT id FROM runs WHERE finished <> 0 AND finished < $1 AND status <> $2)`, t.UnixNano(), string(bridge.StatusRunning))
+	if err != nil {
+		return 0, fmt.Errorf("delete events before %s: %w", t.UTC().Format(time.RFC3339Nano), err)
+	}
+	return tag.RowsAffected(), nil
+}
