@@ -79,14 +79,6 @@ var convGaps = []convGap{
 		"snapshot instead of nothing"},
 	{"hermes", "*", "resume", "not yet (issue 14 item 1): `chat/stream` resumed after `done` replays the whole run"},
 
-	// Reload (item 2).
-	{"openai", "*", "reload", "not yet (issue 14 item 2): the history of a running run gives `last_event_id` but no partial " +
-		"assistant message"},
-	{"a2a", "*", "reload", "not yet (issue 14 item 2): the running task gives `metadata.lastEventId` but no partial answer"},
-	{"adk", "*", "reload", "not yet (issue 14 item 2): the session detail of a running invocation holds none of its text " +
-		"(partial events are not stored) while `active_run.event_id` is the newest event"},
-	{"hermes", "*", "reload", "not yet (issue 14 item 2): the chatkit Hermes history gives no cursor for a running run"},
-
 	// Tool loops (items 5, 6).
 	{"a2a", "openai a2a adk hermes", "tool-loop", noClientTools("an A2A")},
 	{"adk", "openai a2a adk hermes", "tool-loop", noClientTools("an ADK")},
