@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/bridge-dev/bridge/internal/adkreal"
 	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
 	"github.com/bridge-dev/bridge/outbound/adk/adktest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
@@ -563,4 +565,91 @@ func TestSteerOverADK(t *testing.T) {
 	if len(fh.Runs) != 1 || !strings.Contains(strings.Join(fh.Runs[0].Dropped, ","), "steer:next_upstream_call") {
 		t.Errorf("front history runs %+v, want one run that says its steer went to the next upstream call", fh.Runs)
 	}
+}
+
+// TestADKOneSessionPerSessionID: two Chat Completions turns with one
+// X-Session-Id, the first streamed and the second not (or the other way
+// round), reach one ADK session: over the fake api_server (whose requests
+// the test reads) and over the real one (whose agent counts the turns the
+// session holds).
+func TestADKOneSessionPerSessionID(t *testing.T) {
+	real := adkreal.Start(t)
+	for i, streams := range [][2]bool{{true, false}, {false, true}, {false, false}, {true, false}, {false, true}} {
+		var srv *adktest.Server
+		url := real
+		if i < 3 {
+			srv = adktest.New()
+			url = srv.URL
+		}
+		front := adkUpstreamBridge(t, url)
+		ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+		sid := fmt.Sprintf("one-adk-session-%d", i)
+		turn := func(stream bool, msgs []map[string]string) string {
+			b, _ := json.Marshal(map[string]any{"model": adkreal.App, "stream": stream, "messages": msgs})
+			req, _ := http.NewRequestWithContext(ctx, "POST", front+"/v1/chat/completions", bytes.NewReader(b))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Session-Id", sid)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("chat: %d %s", resp.StatusCode, raw)
+			}
+			if stream {
+				text, _ := chatStreamText(raw)
+				return text
+			}
+			var c struct {
+				Choices []struct{ Message struct{ Content string } }
+			}
+			_ = json.Unmarshal(raw, &c)
+			return c.Choices[0].Message.Content
+		}
+		msgs := []map[string]string{{"role": "user", "content": "hello"}}
+		a1 := turn(streams[0], msgs)
+		msgs = append(msgs, map[string]string{"role": "assistant", "content": a1}, map[string]string{"role": "user", "content": "again"})
+		if a2 := turn(streams[1], msgs); a1 != "turn 1: hello" || a2 != "turn 2: again" {
+			t.Errorf("streams %v: answers %q, %q (want one ADK session)", streams, a1, a2)
+		}
+		if srv != nil {
+			if reqs := srv.RunRequests(); len(reqs) != 2 || string(reqs[0]["sessionId"]) != string(reqs[1]["sessionId"]) {
+				t.Errorf("streams %v: run requests in sessions %s", streams, reqs)
+			}
+			srv.Close()
+		}
+		cancel()
+	}
+}
+
+// TestADKListApps: GET /list-apps lists the --model and the config's
+// models, hyphens and dots included, so an ADK web UI offers each; a
+// session of such an app is created and runs.
+func TestADKListApps(t *testing.T) {
+	model := toolModel(t)
+	cfg := defaultConfig()
+	cfg.Model = "gpt-4o-mini"
+	cfg.Upstreams = []Upstream{
+		{Name: "one", Dialect: "openai", URL: model.BaseURL(), Models: []string{"gpt-4.1", "*"}},
+		{Name: "two", Dialect: "openai", URL: model.BaseURL(), Models: []string{"claude_like"}},
+	}
+	base := "http://" + startMain(t, cfg).Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	var apps []string
+	adkJSON(t, ctx, "GET", base+"/list-apps", "", 200, &apps)
+	if strings.Join(apps, ",") != "claude_like,gpt-4.1,gpt-4o-mini" {
+		t.Errorf("list-apps %q", apps)
+	}
+	var s struct{ ID string }
+	adkJSON(t, ctx, "POST", base+"/apps/gpt-4o-mini/users/u/sessions/s1", `{}`, 200, &s)
+	resp := adkDo(t, ctx, "POST", base+"/run_sse", `{"appName":"gpt-4o-mini","userId":"u","sessionId":"s1","streaming":true,"newMessage":{"role":"user","parts":[{"text":"hi"}]}}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "get_weather") {
+		t.Errorf("run_sse of app gpt-4o-mini: %d %s", resp.StatusCode, b)
+	}
+	adkJSON(t, ctx, "POST", base+"/apps/no-such-model/users/u/sessions/s2", `{}`, 400, nil)
 }

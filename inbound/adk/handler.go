@@ -7,7 +7,9 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,15 +95,29 @@ func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
 	_, _ = w.Write(b)
 }
 
+// listApps serves GET /list-apps: the routed models (the --model and the
+// config's), each an app. A model name need not be an ADK app name
+// (gpt-4o-mini has a hyphen): the bridge takes it as one all the same, so
+// an ADK web UI offers every model.
 func (h *Handler) listApps(w http.ResponseWriter, r *http.Request) {
 	apps := []string{}
 	for _, a := range h.cfg.Apps() {
-		if wire.ValidAppName(a) {
+		if appSegment(a) && !slices.Contains(apps, a) {
 			apps = append(apps, a)
 		}
 	}
 	sort.Strings(apps)
 	h.writeJSON(w, apps)
+}
+
+// appSegment reports whether a model name can stand as the {app} of a
+// session URL.
+func appSegment(a string) bool { return a != "" && !strings.ContainsAny(a, "/?#") }
+
+// isApp reports whether app names an app: an ADK app name, or one of
+// the models GET /list-apps lists.
+func (h *Handler) isApp(app string) bool {
+	return wire.ValidAppName(app) || (appSegment(app) && slices.Contains(h.cfg.Apps(), app))
 }
 
 func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -153,7 +169,7 @@ func (h *Handler) createSessionWithID(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) created(w http.ResponseWriter, r *http.Request, id string, state json.RawMessage) {
 	app, user := r.PathValue("app"), r.PathValue("user")
-	if !wire.ValidAppName(app) {
+	if !h.isApp(app) {
 		h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "Invalid app name: %s", app))
 		return
 	}
