@@ -175,8 +175,9 @@ type HistoryOptions struct {
 // "data":[messages]} and, in the chatkit shape, each message's run_id and
 // "runs":[{id,status,created_at,finished_at}], a running run with its
 // resume cursor, last_event_id: its partial turn, folded up to that
-// cursor, ends data (messages whose id is that event id, a string, where
-// stored messages have integers).
+// cursor, ends data (messages whose id is an event id, a string, where
+// stored messages have integers). Hermes' own shape leaves the partial
+// turn out.
 func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 	o := wire.NewObj()
 	o.Str("object", "list")
@@ -184,10 +185,15 @@ func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 		o.Str("session_id", p.Session.ID)
 	}
 	data := []byte{'['}
+	n := 0
 	for i := range p.Messages {
-		if i > 0 {
+		if !opt.Chatkit && p.Folded(&p.Messages[i]) {
+			continue // Hermes' own list holds stored rows, integer ids, only
+		}
+		if n > 0 {
 			data = append(data, ',')
 		}
+		n++
 		data = append(data, encodeMessage(&p.Messages[i], p.Session, opt)...)
 	}
 	data = append(data, ']')
