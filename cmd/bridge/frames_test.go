@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -23,10 +24,10 @@ import (
 // framesTimeout bounds one test of this file.
 const framesTimeout = 30 * time.Second
 
-// sseFrames splits an SSE body into its frames, each with its closing
+// splitSSE splits an SSE body into its frames, each with its closing
 // blank line, byte for byte as they came: concatenated they are body
 // again. A body that ends inside a frame keeps that part as its last.
-func sseFrames(body []byte) [][]byte {
+func splitSSE(body []byte) [][]byte {
 	var out [][]byte
 	for len(body) > 0 {
 		i := bytes.Index(body, []byte("\n\n"))
@@ -65,7 +66,7 @@ func sseFrameID(frame []byte) string {
 // check that checked nothing.
 func checkResumeEveryFrame(t *testing.T, whole []byte, resume func(t *testing.T, id string) []byte) int {
 	t.Helper()
-	frames := sseFrames(whole)
+	frames := splitSSE(whole)
 	seen := map[string]int{}
 	var cursors []int
 	for i, f := range frames {
@@ -235,7 +236,7 @@ func TestFrameIDsParse(t *testing.T) {
 		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
 		"X-Session-Id", "frames-parse")
 	runID := h.Get("X-Run-Id")
-	for _, f := range sseFrames(whole) {
+	for _, f := range splitSSE(whole) {
 		if id := sseFrameID(f); id != "" {
 			if run, _, _, ok := bridge.ParseFrameID(id); !ok || run != runID {
 				t.Errorf("frame id %q is not a frame id of %s", id, runID)
@@ -277,3 +278,146 @@ func parseFramePos(id string) (run string, pos framePos, ok bool) {
 
 // before reports whether p comes before q in a stream.
 func (p framePos) before(q framePos) bool { return p[0] < q[0] || p[0] == q[0] && p[1] < q[1] }
+
+// TestResumeEveryFrameResponses: a Responses stream (several events from
+// one hub event: an item's .done events, the terminal event) resumed from
+// each of its frames, on the dialect's own route (GET
+// /v1/responses/{id}?stream=true&starting_after=<sequence_number>) and on
+// the run API by the frame's id.
+func TestResumeEveryFrameResponses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
+	defer cancel()
+	up := toolRunUpstream(t)
+	base := serveUpstream(t, "openai="+up.BaseURL())
+	h, whole := postSSE(ctx, t, base, "/v1/responses",
+		`{"model":"m","stream":true,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"Weather in Paris?"}`)
+	if !strings.Contains(string(whole), `"type":"function_call"`) || !strings.Contains(string(whole), `"usage":{"input_tokens":11`) {
+		t.Fatalf("the stream has no function call or no usage:\n%s", whole)
+	}
+	// The response id and each frame's sequence_number, by frame id.
+	var respID string
+	seqOf := map[string]int64{}
+	for _, f := range splitSSE(whole) {
+		var v struct {
+			Seq      int64 `json:"sequence_number"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		data := bytes.TrimSpace(f[bytes.Index(f, []byte("data: "))+len("data: "):])
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("frame %q: %v", f, err)
+		}
+		if respID == "" {
+			respID = v.Response.ID
+		}
+		seqOf[sseFrameID(f)] = v.Seq
+	}
+	t.Run("starting_after", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole, func(t *testing.T, id string) []byte {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+				fmt.Sprintf("%s/v1/responses/%s?stream=true&starting_after=%d", base, respID, seqOf[id]), nil)
+			return readSSEBody(t, req)
+		})
+	})
+	t.Run("run API", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+	})
+}
+
+// TestResumeEveryFrameA2A: an A2A message/stream (text, a function call,
+// usage, an input-required final) resumed from each of its frames with
+// tasks/resubscribe and Last-Event-ID, in 0.3 and in 1.0
+// (SendStreamingMessage, SubscribeToTask). The resubscribe names the same
+// JSON-RPC id, which every frame of its answer carries.
+func TestResumeEveryFrameA2A(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
+	defer cancel()
+	for _, v := range []struct{ name, version, send, subscribe, message string }{
+		{"0.3", "", "message/stream", "tasks/resubscribe",
+			`{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"Weather in Paris?"}]}`},
+		{"1.0", "1.0", "SendStreamingMessage", "SubscribeToTask",
+			`{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Weather in Paris?"}]}`},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			up := toolRunUpstream(t)
+			base := serveUpstream(t, "openai="+up.BaseURL())
+			h, whole := postSSE(ctx, t, base, "/a2a",
+				`{"jsonrpc":"2.0","id":"r1","method":"`+v.send+`","params":{"message":`+v.message+`}}`, "A2A-Version", v.version)
+			taskID := h.Get("X-Run-Id")
+			if !strings.Contains(string(whole), `"function_call"`) || !strings.Contains(string(whole), `"inputTokens":11`) {
+				t.Fatalf("the stream has no function call or no usage:\n%s", whole)
+			}
+			checkResumeEveryFrame(t, whole, func(t *testing.T, id string) []byte {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/a2a",
+					strings.NewReader(`{"jsonrpc":"2.0","id":"r1","method":"`+v.subscribe+`","params":{"id":"`+taskID+`"}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Last-Event-ID", id)
+				req.Header.Set("A2A-Version", v.version)
+				return readSSEBody(t, req)
+			})
+		})
+	}
+}
+
+// cutTextUpstream is a fake OpenAI upstream that streams some text and
+// then drops the connection: a run that fails after its text began.
+func cutTextUpstream(t *testing.T) *openaitest.Server {
+	up := openaitest.New(func(n int, body []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "chatcmpl-cut", Model: "m"}
+		c.Role().Text("Hel", "lo ", "there")
+		return openaitest.Reply{Chunks: c.List(), CutAfter: 4}
+	})
+	t.Cleanup(up.Close)
+	return up
+}
+
+// TestResumeEveryFrameADK: an ADK run_sse stream with partial events
+// resumed from each of its frames with run_sse's lastEventId, and on the
+// run API: a tool run (partials, then the complete event with the
+// function call), and a run whose upstream fails mid-text (the complete
+// event and the error event come from one hub event).
+func TestResumeEveryFrameADK(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
+	defer cancel()
+	for _, tt := range []struct {
+		name string
+		up   func(*testing.T) *openaitest.Server
+		want string
+	}{
+		{"tool run", toolRunUpstream, `"functionCall"`},
+		{"failed mid-text", cutTextUpstream, `"errorCode"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := serveUpstream(t, "openai="+tt.up(t).BaseURL())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/apps/weather/users/u1/sessions/s-1", strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("create session: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+			h, whole := postSSE(ctx, t, base, "/run_sse", runBody("weather", "u1", "s-1", "Weather in Paris?", true))
+			if !strings.Contains(string(whole), tt.want) || !strings.Contains(string(whole), `"partial":true`) {
+				t.Fatalf("the stream has no %s or no partial event:\n%s", tt.want, whole)
+			}
+			// The ADK event's own id is its frame's SSE id.
+			for _, f := range splitSSE(whole) {
+				if id := sseFrameID(f); id != "" && !bytes.Contains(f, []byte(`{"id":"`+id+`"`)) {
+					t.Errorf("frame with SSE id %q holds an event with another id:\n%s", id, f)
+				}
+			}
+			t.Run("run_sse", func(t *testing.T) {
+				checkResumeEveryFrame(t, whole, func(t *testing.T, id string) []byte {
+					b, _ := json.Marshal(map[string]any{"appName": "weather", "userId": "u1", "sessionId": "s-1", "streaming": true, "lastEventId": id})
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/run_sse", bytes.NewReader(b))
+					req.Header.Set("Content-Type", "application/json")
+					return readSSEBody(t, req)
+				})
+			})
+			t.Run("run API", func(t *testing.T) {
+				checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+			})
+		})
+	}
+}

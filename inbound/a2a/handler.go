@@ -679,6 +679,7 @@ func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge
 	next, stop := iter.Pull2(events)
 	defer stop()
 	wrote := false
+	ended := false // the cursor is at or past the run's final: nothing follows it
 	for !e.Done() {
 		if snapshot && after == 0 {
 			snapshot = false
@@ -699,6 +700,7 @@ func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge
 		}
 		if ev.Seq <= after {
 			e.Skip(&ev)
+			ended = ev.Kind == bridge.KindFinal
 			if snapshot && ev.Seq == after {
 				snapshot = false
 				if e.WriteTask(ev.ID(), nil) != nil {
@@ -713,27 +715,28 @@ func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge
 		}
 		wrote = true
 	}
-	if !wrote && !e.Done() && run.Status != bridge.StatusRunning {
+	if !wrote && !e.Done() && !ended && run.Status != bridge.StatusRunning {
 		// Nothing after the cursor, and the run has ended (or its events
-		// are gone): the task as it stands ends the stream.
+		// are gone): the task as it stands ends the stream. A cursor at
+		// the final frame has had the whole stream: nothing follows.
 		_ = e.WriteTask("", nil)
 	}
 }
 
-// cursor parses a resume cursor of run: "" is the start; an event id must
-// name this run; a bare number is a seq.
+// cursor parses a resume cursor of run: "" is the start; a frame id
+// (bridge.EventID, bridge.FrameID) must name this run; a bare number is a
+// seq. It returns the seq of the last event the client has whole: an A2A
+// event is one frame, its id the event's, so a FrameID (k before the
+// event's last frame) leaves the client without that event.
 func cursor(run, c string) (int64, error) {
-	if c == "" {
-		return 0, nil
-	}
-	if seq, err := strconv.ParseInt(c, 10, 64); err == nil && seq >= 0 {
-		return seq, nil
-	}
-	r, seq, ok := bridge.ParseEventID(c)
-	if !ok || r != run {
+	cur, ok := inbound.ParseCursor(run, c)
+	if !ok {
 		return 0, wire.ErrInvalidParams("Last-Event-ID " + strconv.Quote(c) + " is not an event id of task " + run)
 	}
-	return seq, nil
+	if cur.Frame > 0 {
+		return cur.Seq - 1, nil
+	}
+	return cur.Seq, nil
 }
 
 // ServeEvents implements inbound.Dialect: the run API's replay of an A2A

@@ -319,11 +319,14 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		h.collect(w, r, run, events, opt)
 		return
 	}
-	h.stream(w, r, run, events, opt, "", batch)
+	h.stream(w, r, run, events, opt, false, batch)
 }
 
-// resume serves a run_sse request with no newMessage: the events of the
-// run lastEventId names, after it.
+// resume serves a run_sse request with no newMessage: the stream of the
+// run lastEventId names, after that frame. The stream is rendered again
+// from where it began, with the options the run was started with, and the
+// frames through the cursor are dropped (inbound.Resume,
+// inbound.SkipFrames): the client gets byte for byte what followed it.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, req *wire.RunRequest, opt wire.EncoderOptions) {
 	if req.LastEventID == "" {
 		h.WriteError(w, bridge.Errorf(bridge.CodeNotFound,
@@ -331,33 +334,42 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 		return
 	}
 	nothing := bridge.Errorf(bridge.CodeNotFound, "no active or completed stream for lastEventId %q in session %s", req.LastEventID, rec.ADK.ID)
-	runID, seq, ok := bridge.ParseEventID(req.LastEventID)
+	runID, _, _, ok := bridge.ParseFrameID(req.LastEventID)
 	if !ok {
 		h.WriteError(w, nothing)
 		return
 	}
-	run, events, err := h.cfg.Engine.Subscribe(r.Context(), runID, 0)
-	if err != nil || run.SessionID != rec.sess.ID || seq > run.LastSeq && run.Status != bridge.StatusRunning {
+	cur, _ := inbound.ParseCursor(runID, req.LastEventID)
+	run, err := h.cfg.Engine.Run(r.Context(), runID)
+	if err != nil || run.SessionID != rec.sess.ID || cur.Seq > run.LastSeq && run.Status != bridge.StatusRunning {
 		h.WriteError(w, nothing)
 		return
 	}
+	run, events, err := inbound.Resume(r.Context(), h.cfg.Engine, runID, cur)
+	if err != nil {
+		h.WriteError(w, nothing)
+		return
+	}
+	var rd render
+	if json.Unmarshal(run.Render, &rd) == nil && rd.Author != "" {
+		opt = wire.EncoderOptions{Author: rd.Author, Streaming: rd.Streaming}
+	}
 	w.Header().Set("X-Run-Id", run.ID)
 	w.Header().Set("X-Session-Id", run.SessionID)
-	h.stream(w, r, run, events, opt, req.LastEventID, nil)
+	h.stream(inbound.SkipFrames(w, cur), r, run, events, opt, true, nil)
 }
 
 // stream writes a run's events as run_sse frames, then [DONE]. Nothing is
-// written until the upstream has answered: a run that fails before its
-// first output is an ordinary error answer. after is a resume cursor:
-// the events up to it are folded, not written.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, after string, batch *inbound.Batch) {
+// written until the upstream has answered (unless resumed: the stream has
+// begun): a run that fails before its first output is an ordinary error
+// answer.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, resumed bool, batch *inbound.Batch) {
 	ctx := r.Context()
 	enc := wire.NewEncoder(opt)
-	_, afterSeq, _ := bridge.ParseEventID(after)
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
-	for after == "" {
+	for !resumed {
 		ev, err, ok := next()
 		if !ok {
 			break
@@ -390,7 +402,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		_, err := sw.Write(buf)
 		return err == nil
 	}
-	resumed := after == ""
 	for _, ev := range held {
 		if !write(&ev) {
 			return
@@ -408,20 +419,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 			h.gone(r, run, err)
 			return
 		}
-		if !resumed {
-			if ev.Seq <= afterSeq {
-				enc.Skip(&ev)
-				continue
-			}
-			enc.Resumed(after)
-			resumed = true
-		}
 		if !write(&ev) {
 			return // the client went away; the run goes on
 		}
-	}
-	if !resumed {
-		enc.Resumed(after)
 	}
 	if enc.Done() || run.Status.Terminal() {
 		_, _ = sw.Write([]byte(wire.Done))

@@ -29,13 +29,10 @@ type Encoder struct {
 	parts    []Part
 	calls    []string // ids of the pending calls
 	usage    *UsageMetadata
-	lastSeq  int64
 	lastTime time.Time
 	runID    string
 	done     bool
 	dropped  []string
-	skip     bool
-	skipped  bridge.Kind // the kind of the last event given to Skip
 }
 
 // NewEncoder returns an encoder.
@@ -56,46 +53,37 @@ func (e *Encoder) drop(what string) {
 	e.dropped = append(e.dropped, what)
 }
 
-// Skip folds ev into the encoder's state without output: the events
-// before a resume cursor.
-func (e *Encoder) Skip(ev *bridge.Event) {
-	e.skip, e.skipped = true, ev.Kind
-	e.Encode(ev)
-	e.skip = false
-}
-
-// Resumed tells the encoder that the client's cursor was id (after the
-// events given to Skip). The id of a partial event says the client has
-// only the deltas of the step folded so far; the id of a complete event
-// says it has the step.
-func (e *Encoder) Resumed(id string) {
-	_, seq, ok := bridge.ParseEventID(id)
-	if !ok || seq != e.lastSeq {
-		return
-	}
-	partial := e.opt.Streaming && (e.skipped == bridge.KindTextDelta || e.skipped == bridge.KindReasoningDelta)
-	if !partial {
-		e.parts, e.calls, e.usage = nil, nil, nil
-	}
-}
-
 func (e *Encoder) event(ev *bridge.Event, id string) Event {
 	return Event{ID: id, InvocationID: ev.RunID, Author: e.opt.Author, Timestamp: Time(ev.Time), LongRunningToolIDs: []string{}}
 }
 
-// Encode returns the ADK events ev adds, oldest first.
+// Encode returns the ADK events ev adds, oldest first. Each has an id of
+// its own, ev's: the last bridge.EventID, the ones before it (the complete
+// event of a step that ev closes, before ev's own) bridge.FrameID. So
+// every event is a resume cursor, and a partial event and the complete
+// one after it never share an id.
 func (e *Encoder) Encode(ev *bridge.Event) []Event {
 	if e.done {
 		return nil
 	}
 	e.runID = ev.RunID
-	var out []Event
-	add := func(o Event) {
-		if !e.skip {
-			out = append(out, o)
+	out := e.encode(ev)
+	if ev.RunID != "" {
+		for i := range out {
+			if i < len(out)-1 {
+				out[i].ID = bridge.FrameID(ev.RunID, ev.Seq, i+1)
+			} else {
+				out[i].ID = ev.ID()
+			}
 		}
 	}
-	constituent := func() { e.lastSeq, e.lastTime = ev.Seq, ev.Time }
+	return out
+}
+
+func (e *Encoder) encode(ev *bridge.Event) []Event {
+	var out []Event
+	add := func(o Event) { out = append(out, o) }
+	constituent := func() { e.lastTime = ev.Time }
 	switch ev.Kind {
 	case bridge.KindMessageStarted:
 		out = e.flush(out, "", nil)
@@ -257,17 +245,14 @@ func (e *Encoder) flush(out []Event, finish string, longRunning []string) []Even
 		}
 		return out
 	}
-	o := Event{ID: bridge.EventID(e.runID, e.lastSeq), InvocationID: e.runID, Author: e.opt.Author, Timestamp: Time(e.lastTime),
+	o := Event{InvocationID: e.runID, Author: e.opt.Author, Timestamp: Time(e.lastTime),
 		Content: &Content{Role: "model", Parts: e.parts}, TurnComplete: true, UsageMetadata: e.usage,
 		FinishReason: finish, LongRunningToolIDs: []string{}}
 	if len(longRunning) > 0 {
 		o.LongRunningToolIDs = longRunning
 	}
 	e.parts, e.calls, e.usage = nil, nil, nil
-	if !e.skip {
-		out = append(out, o)
-	}
-	return out
+	return append(out, o)
 }
 
 // UserEvent renders a user's transcript message as the ADK event the

@@ -73,50 +73,37 @@ func TestTime(t *testing.T) {
 	}
 }
 
-// TestResume checks the encoder's resume seam: after a partial's id the
-// complete event still comes; after the complete event's id it does not.
-func TestResume(t *testing.T) {
+// TestEncoderFrameIDs: every ADK event the encoder writes has an id of its
+// own, that of the hub event that made it: a partial and the complete
+// event a later hub event flushes (a steer, a failure) never share one.
+func TestEncoderFrameIDs(t *testing.T) {
 	evs := []bridge.Event{
 		{Kind: bridge.KindRunStarted},
 		{Kind: bridge.KindMessageStarted},
 		{Kind: bridge.KindTextDelta, Text: "a"},
 		{Kind: bridge.KindTextDelta, Text: "b"},
-		{Kind: bridge.KindMessageDone},
-		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted}},
+		{Kind: bridge.KindUserMessage, Message: &bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("steer")}}},
+		{Kind: bridge.KindTextDelta, Text: "c"},
+		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Reason: "boom"}},
 	}
 	for i := range evs {
 		evs[i].RunID, evs[i].Seq = "r", int64(i+1)
 	}
-	run := func(after string) []string {
-		enc := NewEncoder(EncoderOptions{Author: "x", Streaming: true})
-		_, seq, _ := bridge.ParseEventID(after)
+	for _, streaming := range []bool{true, false} {
+		enc := NewEncoder(EncoderOptions{Author: "x", Streaming: streaming})
 		var ids []string
 		for i := range evs {
-			if evs[i].Seq <= seq {
-				enc.Skip(&evs[i])
-				continue
-			}
-			if evs[i].Seq == seq+1 && after != "" {
-				enc.Resumed(after)
-			}
 			for _, o := range enc.Encode(&evs[i]) {
 				ids = append(ids, o.ID)
 			}
 		}
-		return ids
-	}
-	all := run("")
-	if diff := cmp.Diff([]string{"r:3", "r:4", "r:5"}, all); diff != "" {
-		t.Fatalf("all (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"r:4", "r:5"}, run("r:3")); diff != "" {
-		t.Errorf("after r:3 (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"r:5"}, run("r:4")); diff != "" {
-		t.Errorf("after r:4 (-want +got):\n%s", diff)
-	}
-	if got := run("r:5"); len(got) != 0 {
-		t.Errorf("after r:5: %v, want nothing", got)
+		want := []string{"r:5.1", "r:5", "r:7.1", "r:7"} // aggregate and steer; aggregate and error
+		if streaming {
+			want = []string{"r:3", "r:4", "r:5.1", "r:5", "r:6", "r:7.1", "r:7"}
+		}
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Errorf("streaming %v: ids (-want +got):\n%s", streaming, diff)
+		}
 	}
 }
 
