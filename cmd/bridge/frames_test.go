@@ -401,6 +401,9 @@ func TestResumeEveryFrameADK(t *testing.T) {
 			if !strings.Contains(string(whole), tt.want) || !strings.Contains(string(whole), `"partial":true`) {
 				t.Fatalf("the stream has no %s or no partial event:\n%s", tt.want, whole)
 			}
+			if tt.name == "failed mid-text" && !strings.Contains(string(whole), `.1"`) {
+				t.Errorf("the failure's hub event made one ADK event, want the complete one and the error:\n%s", whole)
+			}
 			// The ADK event's own id is its frame's SSE id.
 			for _, f := range splitSSE(whole) {
 				if id := sseFrameID(f); id != "" && !bytes.Contains(f, []byte(`{"id":"`+id+`"`)) {

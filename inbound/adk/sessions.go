@@ -313,10 +313,17 @@ func (h *Handler) runEvents(ctx context.Context, run *bridge.Run, stored []bridg
 		if ev.Kind == bridge.KindStateUpdate {
 			state = mergeState(state, ev.State)
 		}
-		out = append(out, enc.Encode(&ev)...)
+		evs := enc.Encode(&ev)
+		out = append(out, evs...)
 		if ev.Kind == bridge.KindFinal && len(inputs) > 0 {
 			// The run waited for the client's tools and went on with
-			// their results: a new turn of the same invocation.
+			// their results: a new turn of the same invocation. Its input
+			// is the last of the final's events here, so it takes the
+			// final's id and the ones before it frame ids (every event
+			// has an id of its own).
+			for i := range evs {
+				out[len(out)-len(evs)+i].ID = bridge.FrameID(run.ID, ev.Seq, i+1)
+			}
 			out = append(out, wire.InputEvent(inputs[0], run.ID, ev.ID()))
 			inputs = inputs[1:]
 			enc = wire.NewEncoder(wire.EncoderOptions{Author: author})
