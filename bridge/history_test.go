@@ -341,3 +341,93 @@ func firstText(p *bridge.HistoryPage, run string) string {
 	}
 	return ""
 }
+
+// TestHistoryWhileRunsEnd: pages read while runs stream and end are each
+// one moment of the session: a running run's text is that of its events
+// up to its cursor, an ended run's its stored answer, never both (no
+// word twice) and never a run ended without its answer.
+func TestHistoryWhileRunsEnd(t *testing.T) {
+	ws := make([]string, 150)
+	for i := range ws {
+		ws[i] = fmt.Sprintf("w%d ", i)
+	}
+	whole := strings.Join(ws, "")
+	gate := make(chan struct{})
+	e, _ := newEngine(t, &bridgetest.Upstream{Events: bridgetest.TextEvents(ws...), Gate: gate})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the model's pace: an event every 200µs
+		for {
+			select {
+			case gate <- struct{}{}:
+				time.Sleep(200 * time.Microsecond)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	session := ""
+	total := 0
+	for turn := range 3 {
+		req := userRequest(fmt.Sprintf("q%d", turn))
+		req.Detached, req.Full, req.SessionID = true, false, session
+		run, err := e.Start(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		session = run.SessionID
+		reads, running := 0, 0
+		for ended := false; !ended && reads < 10000; reads++ {
+			page, err := e.History(t.Context(), session, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r *bridge.Run
+			for _, pr := range page.Runs {
+				if pr.ID == run.ID {
+					r = pr
+				}
+			}
+			if r == nil {
+				t.Fatalf("read %d: run not in the page", reads)
+			}
+			var msgs []bridge.Message
+			for _, m := range page.Messages {
+				if m.RunID == run.ID {
+					msgs = append(msgs, m)
+				}
+			}
+			text, _, _ := said(msgs)
+			switch r.Status {
+			case bridge.StatusRunning:
+				running++
+				_, evs, _ := e.Subscribe(t.Context(), run.ID, 0)
+				var prefix []bridge.Event
+				for ev, err := range evs {
+					if err != nil || ev.Seq > r.LastSeq {
+						break
+					}
+					prefix = append(prefix, ev)
+					if ev.Seq == r.LastSeq {
+						break
+					}
+				}
+				if want, _ := eventText(prefix); text != want {
+					t.Fatalf("read %d: running at %d with %q, its events say %q", reads, r.LastSeq, text, want)
+				}
+			case bridge.StatusCompleted:
+				if text != whole {
+					t.Fatalf("read %d: completed with %q", reads, text)
+				}
+				ended = true
+			default:
+				t.Fatalf("read %d: status %s", reads, r.Status)
+			}
+		}
+		total += running
+		bridgetest.Drain(t, e, run)
+	}
+	if total == 0 {
+		t.Error("no read saw a run running")
+	}
+}
