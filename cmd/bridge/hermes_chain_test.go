@@ -391,3 +391,39 @@ func streamSlow(ctx context.Context, t *testing.T, base, session string) (*http.
 	}
 	return resp, resp.Header.Get("X-Run-Id")
 }
+
+// TestHermesToolLoopOverHermes: a Hermes client with tools over a bridge
+// serving Hermes: the model's call reaches A's client as a client_tool
+// tool.started, the stream ends waiting (run.interrupted, input_required),
+// and the stream that sends the result goes on from run.started in the
+// same run, in A and in B.
+func TestHermesToolLoopOverHermes(t *testing.T) {
+	up := hermesUpstream(t)
+	b := serveUpstream(t, "openai="+up.BaseURL())
+	a := serveUpstream(t, "hermes="+b)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	hermesJSON(t, hermesDo(t, ctx, "POST", a+"/api/sessions", `{"id":"hh-tools"}`), 201)
+
+	f1 := hermesStream(t, hermesDo(t, ctx, "POST", a+"/api/sessions/hh-tools/chat/stream", `{"message":"weather?","tools":`+hermesWeatherTool+`}`).Body, nil)
+	if got, want := names(f1), "run.started message.started tool.progress tool.started assistant.completed run.interrupted done"; got != want {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+	if f1[3].Data["client_tool"] != true || f1[3].str("tool_call_id") != "call_w" || f1[5].str("status") != "input_required" {
+		t.Errorf("waiting: %v %v", f1[3].Data, f1[5].Data)
+	}
+	run := f1[0].str("run_id")
+	f2 := hermesStream(t, hermesDo(t, ctx, "POST", a+"/api/sessions/hh-tools/chat/stream", `{"input":[{"role":"tool","tool_call_id":"call_w","content":"20C"}]}`).Body, nil)
+	if got, want := names(f2), "run.started message.started assistant.delta assistant.delta assistant.completed run.completed done"; got != want {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+	checkFrames(t, f2, "hh-tools", run, int64(len(f1))+1)
+	aRun := hermesRun(t, ctx, a, run)
+	bRun := hermesRun(t, ctx, b, aRun["upstream_run_id"].(string))
+	if aRun["status"] != "completed" || bRun["status"] != "completed" || bRun["output"] != "It is 20C." {
+		t.Errorf("A's run %v, B's run %v", aRun, bRun)
+	}
+	if n := len(up.Requests()); n != 2 {
+		t.Errorf("the model got %d requests", n)
+	}
+}
