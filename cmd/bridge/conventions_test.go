@@ -86,8 +86,6 @@ var convGaps = []convGap{
 		"reach the client, and its result does not continue the upstream task"},
 	{"*", "adk", "tool-loop", "not yet (issue 14 item 6): a client's tool call through an ADK upstream does not reach the " +
 		"client, and its result does not continue the upstream invocation"},
-	{"*", "hermes", "tool-loop", "not yet (issue 14 item 6): the tool result opens a second run instead of continuing the " +
-		"upstream Hermes run"},
 	{"openai hermes", "adk-server", "tool-loop", "not yet (issue 14 item 6): the scripted ADK agent asks for no client tool (a " +
 		"long-running functionCall), so a client tool loop over the api_server is not exercised"},
 
