@@ -221,7 +221,15 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	principal := PrincipalFromContext(ctx)
 	now := e.now().UTC()
 
-	sess, fresh, err := e.session(ctx, req.SessionID, principal, now)
+	sessionID := req.SessionID
+	if req.ReplaceFrom != "" {
+		target, err := e.replaceTarget(ctx, req.ReplaceFrom, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		sessionID = target.SessionID
+	}
+	sess, fresh, err := e.session(ctx, sessionID, principal, now)
 	if err != nil {
 		return nil, err
 	}
@@ -231,9 +239,18 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 			return nil, err
 		}
 	}
-	input, transcript := splitInput(stored, req)
+	input, transcript, discard, err := e.splitInput(ctx, sess.ID, stored, req)
+	if err != nil {
+		return nil, err
+	}
 	if len(input) == 0 {
 		return nil, Errorf(CodeInvalid, "the request adds nothing to session %s", sess.ID)
+	}
+	if discard != nil {
+		if err := e.supersede(ctx, sess.ID, discard, up, now); err != nil {
+			return nil, err
+		}
+		stored = nil // no continuation: the input runs as a new run
 	}
 
 	var prev []Event
@@ -384,26 +401,6 @@ func (e *Engine) transcript(ctx context.Context, session string) ([]Message, err
 		return nil, fmt.Errorf("load transcript session=%s: %w", session, err)
 	}
 	return msgs, nil
-}
-
-// splitInput returns the messages req adds to the stored transcript and the
-// whole transcript to send upstream. A full transcript (stateless dialects)
-// that extends the stored one adds its suffix; one that diverges from it
-// (an edit, a regenerate) is taken whole as the new input.
-func splitInput(stored []Message, req *Request) (input, transcript []Message) {
-	if !req.Full {
-		transcript = make([]Message, 0, len(stored)+len(req.Messages))
-		transcript = append(append(transcript, stored...), req.Messages...)
-		return slices.Clone(req.Messages), transcript
-	}
-	n := 0
-	for n < len(stored) && n < len(req.Messages) && stored[n].Fingerprint() == req.Messages[n].Fingerprint() {
-		n++
-	}
-	if n < len(stored) {
-		n = 0 // diverged: the request's transcript stands on its own
-	}
-	return slices.Clone(req.Messages[n:]), req.Messages
 }
 
 // continuation returns the run that input continues: the session's last run,
@@ -994,31 +991,50 @@ func (e *Engine) RecordDropped(ctx context.Context, runID string, dropped []stri
 	return e.store.Commit(ctx, &Batch{Runs: []*Run{r}})
 }
 
-// History returns a page of a session's transcript with its runs. before is
-// a cursor from an earlier page ("" for the newest page); limit <= 0 means
-// 100 messages. A page ends where a run begins, so it may hold more
-// messages than limit: the rest of its oldest run.
+// History returns a page of a session's transcript with its runs, the
+// runs a regenerate or an edit discarded left out. before is a cursor from
+// an earlier page ("" for the newest page); limit <= 0 means 100 messages.
+// A page ends where a run begins, so it may hold more messages than limit:
+// the rest of its oldest run.
 func (e *Engine) History(ctx context.Context, sessionID, before string, limit int) (*HistoryPage, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	return e.history(ctx, sessionID, before, limit, false)
+	return e.QueryHistory(ctx, sessionID, HistoryQuery{Before: before, Limit: limit})
 }
 
 // HistoryRuns is History counting runs rather than messages: the page
 // holds the newest runs runs (<= 0: 20) before the cursor, whole.
 func (e *Engine) HistoryRuns(ctx context.Context, sessionID, before string, runs int) (*HistoryPage, error) {
-	if runs <= 0 {
-		runs = 20
+	return e.QueryHistory(ctx, sessionID, HistoryQuery{Before: before, Limit: runs, ByRun: true})
+}
+
+// HistoryQuery selects a page of history.
+type HistoryQuery struct {
+	Before string // a cursor from an earlier page ("" for the newest page)
+	// Limit is the page's messages (<= 0: 100), or its runs when ByRun
+	// (<= 0: 20).
+	Limit int
+	ByRun bool
+	// Superseded includes the runs a regenerate or an edit discarded, and
+	// their messages, where they were (the runs marked Superseded).
+	Superseded bool
+}
+
+// QueryHistory is History with the options of q.
+func (e *Engine) QueryHistory(ctx context.Context, sessionID string, q HistoryQuery) (*HistoryPage, error) {
+	if q.Limit <= 0 {
+		q.Limit = 100
+		if q.ByRun {
+			q.Limit = 20
+		}
 	}
-	return e.history(ctx, sessionID, before, runs, true)
+	return e.history(ctx, sessionID, q)
 }
 
 // maxHistoryReads bounds the reads History makes when runs end while it
 // reads (each run that ends commits its messages: the read is redone).
 const maxHistoryReads = 4
 
-func (e *Engine) history(ctx context.Context, sessionID, before string, limit int, byRun bool) (*HistoryPage, error) {
+func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) (*HistoryPage, error) {
+	before := q.Before
 	s, err := e.store.Session(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -1048,7 +1064,7 @@ func (e *Engine) history(ctx context.Context, sessionID, before string, limit in
 		if err != nil {
 			return nil, err
 		}
-		msgs, more, err = e.pageMessages(ctx, sessionID, pos, limit, byRun)
+		msgs, more, err = e.pageMessages(ctx, sessionID, pos, q.Limit, q.ByRun, q.Superseded)
 		if err != nil {
 			return nil, err
 		}
@@ -1070,7 +1086,7 @@ func (e *Engine) history(ctx context.Context, sessionID, before string, limit in
 	}
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first
 		r := runs[i]
-		if !inPage[r.ID] {
+		if !inPage[r.ID] || r.Superseded && !q.Superseded {
 			continue
 		}
 		if r.Status == StatusRunning {
@@ -1104,7 +1120,7 @@ func sameOutcomes(a, b []*Run) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Status != b[i].Status ||
+		if a[i].ID != b[i].ID || a[i].Status != b[i].Status || a[i].Superseded != b[i].Superseded ||
 			a[i].Status != StatusRunning && a[i].LastSeq != b[i].LastSeq {
 			return false
 		}
@@ -1130,10 +1146,15 @@ func insertAfterRun(msgs []Message, run string, add []Message) []Message {
 // pageMessages reads the messages of a history page: the newest limit
 // messages (or the messages of the newest limit runs, byRun) before
 // position pos (0: the newest), oldest first, extended back to the start
-// of the oldest run they hold; more says older messages exist.
-func (e *Engine) pageMessages(ctx context.Context, session string, pos int64, limit int, byRun bool) ([]Message, bool, error) {
+// of the oldest run they hold; more says older messages exist. The
+// superseded messages are among them when all.
+func (e *Engine) pageMessages(ctx context.Context, session string, pos int64, limit int, byRun, all bool) ([]Message, bool, error) {
+	messages := e.store.Messages
+	if all {
+		messages = e.store.AllMessages
+	}
 	if !byRun {
-		msgs, more, err := e.store.Messages(ctx, session, pos, limit)
+		msgs, more, err := messages(ctx, session, pos, limit)
 		if err != nil || !more || len(msgs) == 0 {
 			return msgs, more, err
 		}
@@ -1142,7 +1163,7 @@ func (e *Engine) pageMessages(ctx context.Context, session string, pos int64, li
 	var msgs []Message
 	more := true
 	for cur := pos; more; {
-		chunk, m, err := e.store.Messages(ctx, session, cur, 4*limit+16)
+		chunk, m, err := messages(ctx, session, cur, 4*limit+16)
 		if err != nil {
 			return nil, false, err
 		}

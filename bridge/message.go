@@ -174,6 +174,11 @@ type Request struct {
 	// input, which the engine appends to the session's stored transcript.
 	Messages []Message `json:"messages"`
 	Full     bool      `json:"full,omitempty"`
+	// ReplaceFrom names a run of the session (the X-Replace-From header: a
+	// regenerate, an edit) that the request discards with every later
+	// run of the session before its input runs as a new run. A request
+	// that names no session joins the run's.
+	ReplaceFrom string `json:"replace_from,omitempty"`
 	// Instructions are put in front of the transcript on every model call
 	// the request makes and are never stored in the session (the
 	// Responses API's instructions, which do not carry over to the next

@@ -42,6 +42,11 @@ type Run struct {
 	TraceID       string `json:"trace_id,omitempty"`
 	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 
+	// Superseded marks a run a regenerate or an edit discarded: it and its
+	// messages stay in the store, out of the session's transcript and its
+	// history (Store.Supersede).
+	Superseded bool `json:"superseded,omitempty"`
+
 	Created  time.Time `json:"created_at"`
 	Finished time.Time `json:"finished_at,omitzero"`
 	// LastSeq is the seq of the last committed event.
@@ -114,14 +119,26 @@ type Store interface {
 	// in seq order. limit <= 0 means all.
 	Events(ctx context.Context, run string, after int64, limit int) ([]Event, error)
 
-	// Messages returns up to limit transcript messages of session, oldest
-	// first, ending before the message at position before (0: the newest),
-	// and whether older ones exist. Each message's position is returned in
+	// Messages returns up to limit transcript messages of session in
+	// force (not superseded), oldest first, ending before the message at
+	// position before (0: the newest), and whether older ones exist. Each message's position is returned in
 	// its ID ("m<position>").
 	Messages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
 	// RunMessages returns the transcript messages of run, oldest first,
 	// with their IDs as Messages gives them (none for an unknown run).
 	RunMessages(ctx context.Context, run string) ([]Message, error)
+
+	// Supersede discards run and every run of its session created after
+	// it (a regenerate, an edit), in one transaction: they and their
+	// messages stay, marked (Run.Superseded), but Messages leaves the
+	// messages out from then on, and a message committed later to one of
+	// them is born superseded. It returns the ids it marked, oldest first
+	// (runs marked before are not marked again). CodeNotFound for an
+	// unknown run.
+	Supersede(ctx context.Context, run string, at time.Time) ([]string, error)
+	// AllMessages is Messages with the superseded messages too, in the
+	// same positions: a history that shows what was discarded.
+	AllMessages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
 
 	// PutID records a mapping; an existing (kind, scope, local) is replaced.
 	PutID(ctx context.Context, m IDMapping) error

@@ -45,6 +45,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"Messages", testMessages},
 		{"MessagesPaging", testMessagesPaging},
 		{"RunMessages", testRunMessages},
+		{"Supersede", testSupersede},
 		{"IDMap", testIDMap},
 		{"InterruptRunning", testInterruptRunning},
 		{"InterruptRunningKeep", testInterruptRunningKeep},
@@ -702,6 +703,70 @@ func testRunMessages(t *testing.T, s bridge.Store) {
 	if got, err := s.RunMessages(t.Context(), "nope"); err != nil || len(got) != 0 {
 		t.Errorf("RunMessages(unknown run) = %v, %v; want none", got, err)
 	}
+}
+
+// testSupersede: a run and the later runs of its session leave the
+// transcript Messages gives, stay in AllMessages and RunMessages, and are
+// marked; a message committed to a superseded run is born superseded;
+// other sessions are untouched.
+func testSupersede(t *testing.T, s bridge.Store) {
+	ctx := t.Context()
+	mustSession(t, s, "sess_1", "alice")
+	mustSession(t, s, "sess_2", "alice")
+	msg := func(run string, role bridge.Role, text string) bridge.Message {
+		return bridge.Message{RunID: run, Created: T0, Role: role, Parts: []bridge.Part{bridge.TextPart(text)}}
+	}
+	for i, id := range []string{"run_1", "run_2", "run_3"} {
+		mustRun(t, s, newRun(id, "sess_1", "alice", at(time.Duration(i)*time.Second)), msg(id, bridge.RoleUser, "q"+id))
+		mustCommit(t, s, &bridge.Batch{Messages: []bridge.Message{msg(id, bridge.RoleAssistant, "a"+id)}})
+	}
+	mustRun(t, s, newRun("run_x", "sess_2", "alice", at(time.Minute)), msg("run_x", bridge.RoleUser, "elsewhere"))
+	before, _ := mustMessages(t, s, "sess_1", 0, 0)
+
+	ids, err := s.Supersede(ctx, "run_2", at(time.Hour))
+	if err != nil {
+		t.Fatalf("Supersede: %v", err)
+	}
+	diff(t, "Supersede ids", []string{"run_2", "run_3"}, ids)
+	kept, more := mustMessages(t, s, "sess_1", 0, 0)
+	diff(t, "Messages after Supersede", before[:2], kept)
+	if more {
+		t.Errorf("Messages: more = true")
+	}
+	if page, more := mustMessages(t, s, "sess_1", position(t, before[4].ID), 1); len(page) != 1 || page[0].ID != before[1].ID || !more {
+		t.Errorf("Messages(before %s, 1) = %v, more %v; want %s and more", before[4].ID, page, more, before[1].ID)
+	}
+	all, _, err := s.AllMessages(ctx, "sess_1", 0, 0)
+	if err != nil {
+		t.Fatalf("AllMessages: %v", err)
+	}
+	diff(t, "AllMessages", before, all)
+	if got, err := s.RunMessages(ctx, "run_3"); err != nil || len(got) != 2 {
+		t.Errorf("RunMessages(run_3) = %v, %v; want its 2 messages", got, err)
+	}
+	for id, want := range map[string]bool{"run_1": false, "run_2": true, "run_3": true, "run_x": false} {
+		if got := mustGetRun(t, s, id).Superseded; got != want {
+			t.Errorf("run %s superseded = %v, want %v", id, got, want)
+		}
+	}
+	runs, err := s.ListRuns(ctx, bridge.RunFilter{SessionID: "sess_1"})
+	if err != nil || len(runs) != 3 || !runs[0].Superseded || runs[2].Superseded {
+		t.Errorf("ListRuns = %v, %v; want run_3, run_2 superseded, run_1 not", runs, err)
+	}
+
+	// A late message of a superseded run (its final, racing the discard).
+	mustCommit(t, s, &bridge.Batch{Messages: []bridge.Message{msg("run_3", bridge.RoleAssistant, "late")}})
+	if kept2, _ := mustMessages(t, s, "sess_1", 0, 0); len(kept2) != 2 {
+		t.Errorf("a message committed to a superseded run is in the transcript: %v", kept2)
+	}
+	if ids, err := s.Supersede(ctx, "run_3", at(2*time.Hour)); err != nil || len(ids) != 0 {
+		t.Errorf("Supersede(run_3) again = %v, %v; want none marked", ids, err)
+	}
+	if other, _ := mustMessages(t, s, "sess_2", 0, 0); len(other) != 1 {
+		t.Errorf("Messages(sess_2) = %v, want its one message", other)
+	}
+	_, err = s.Supersede(ctx, "nope", T0)
+	wantCode(t, "Supersede(unknown)", err, bridge.CodeNotFound)
 }
 
 func testMessagesPaging(t *testing.T, s bridge.Store) {

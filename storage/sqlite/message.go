@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -81,10 +83,28 @@ func scanMessages(rows *sql.Rows, msgs []bridge.Message) ([]bridge.Message, erro
 	return msgs, rows.Err()
 }
 
-// Messages returns the newest limit messages of session whose position is
-// below before (before <= 0: no bound), oldest first, and whether older
-// ones exist. limit <= 0 means all. Each message's ID is "m<position>".
+// Messages returns the newest limit messages of session in force (not
+// superseded) whose position is below before (before <= 0: no bound),
+// oldest first, and whether older ones exist. limit <= 0 means all. Each
+// message's ID is "m<position>".
 func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesInForce, session, before, limit)
+}
+
+// AllMessages is Messages with the superseded messages too.
+func (s *Store) AllMessages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesAll, session, before, limit)
+}
+
+// The queries of Messages and AllMessages.
+const (
+	messagesInForce = `SELECT position, run_id, created, payload FROM messages
+		WHERE session_id = ? AND position < ? AND superseded = 0 ORDER BY position DESC LIMIT ?`
+	messagesAll = `SELECT position, run_id, created, payload FROM messages
+		WHERE session_id = ? AND position < ? ORDER BY position DESC LIMIT ?`
+)
+
+func (s *Store) messages(ctx context.Context, query, session string, before int64, limit int) ([]bridge.Message, bool, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -94,8 +114,7 @@ func (s *Store) Messages(ctx context.Context, session string, before int64, limi
 	}
 	var msgs []bridge.Message
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT position, run_id, created, payload FROM messages
-			WHERE session_id = ? AND position < ? ORDER BY position DESC LIMIT ?`, session, before, fetch)
+		rows, err := tx.QueryContext(ctx, query, session, before, fetch)
 		if err != nil {
 			return err
 		}
@@ -112,4 +131,61 @@ func (s *Store) Messages(ctx context.Context, session string, before int64, limi
 	}
 	slices.Reverse(msgs)
 	return msgs, more, nil
+}
+
+// Supersede marks run and every later run of its session (by creation,
+// ties in insertion order) superseded at at, with their messages, in one
+// transaction; it returns the ids it marked, oldest first.
+func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]string, error) {
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var (
+			session        string
+			created, rowid int64
+		)
+		err := tx.QueryRowContext(ctx, `SELECT session_id, created, rowid FROM runs WHERE id = ?`, run).Scan(&session, &created, &rowid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", run)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET superseded = ?
+			WHERE session_id = ? AND superseded = 0 AND (created > ? OR created = ? AND rowid >= ?)
+			RETURNING id, created, rowid`, max(unixNano(at), 1), session, created, created, rowid)
+		if err != nil {
+			return err
+		}
+		type marked struct {
+			id             string
+			created, rowid int64
+		}
+		var ms []marked
+		for rows.Next() {
+			var m marked
+			if err := rows.Scan(&m.id, &m.created, &m.rowid); err != nil {
+				rows.Close()
+				return err
+			}
+			ms = append(ms, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(ms, func(a, b marked) int {
+			return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.rowid, b.rowid))
+		})
+		for _, m := range ms {
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET superseded = 1 WHERE run_id = ?`, m.id); err != nil {
+				return err
+			}
+			ids = append(ids, m.id)
+		}
+		return nil
+	})
+	if err != nil && bridge.ErrorCode(err) != bridge.CodeNotFound {
+		return nil, fmt.Errorf("supersede run=%s: %w", run, err)
+	}
+	return ids, err
 }

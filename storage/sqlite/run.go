@@ -23,7 +23,7 @@ const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, 
 	CASE WHEN status = 'running'
 		THEN max(last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = runs.id ORDER BY seq DESC LIMIT 1), 0))
 		ELSE last_seq END,
-	render`
+	render, superseded`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 // CodeConflict if r's id is taken. A zero
@@ -184,9 +184,10 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		usage, dropped    []byte
 		created, finished int64
 		render            string
+		superseded        int64
 	)
 	err := sc.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
-		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render)
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +203,7 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		}
 	}
 	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	r.Superseded = superseded != 0
 	if render != "" {
 		r.Render = json.RawMessage(render)
 	}

@@ -338,8 +338,8 @@ func (s *Store) init(ctx context.Context) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
 	prepare(&s.insertSession, `INSERT INTO sessions (id, principal, created, updated, state)
 		VALUES (?, ?, ?, ?, CAST(? AS TEXT))`)
-	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created)
-		SELECT session_id, id, ?, CAST(? AS TEXT), ?, ? FROM runs WHERE id = ?`)
+	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created, superseded)
+		SELECT session_id, id, ?, CAST(? AS TEXT), ?, ?, superseded <> 0 FROM runs WHERE id = ?`)
 	return err
 }
 

@@ -104,7 +104,7 @@ func TestMigrationsReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
-		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}}
+		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -397,6 +397,10 @@ func TestEventPacks(t *testing.T) {
 // TestMigrationFewerPages: migration 0005 rebuilds sessions (WITHOUT
 // ROWID) and messages (no AUTOINCREMENT) in a database the earlier
 // migrations made, keeping every row and every message position, so the
+// runColumns04 are the columns of runs at version 4.
+const runColumns04 = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render`
+
 // history's ids and cursors hold; a new message is numbered after them.
 func TestMigrationFewerPages(t *testing.T) {
 	ctx := t.Context()
@@ -445,7 +449,7 @@ func TestMigrationFewerPages(t *testing.T) {
 	for _, q := range []string{
 		`ATTACH DATABASE '` + src + `' AS src`,
 		`INSERT INTO sessions (id, principal, created, updated, state) SELECT id, principal, created, updated, state FROM src.sessions`,
-		`INSERT INTO runs SELECT * FROM src.runs`,
+		`INSERT INTO runs SELECT ` + strings.ReplaceAll(runColumns04, "\n", " ") + ` FROM src.runs`,
 		// positions 11 and 12, after a gap: what AUTOINCREMENT may leave
 		`INSERT INTO messages (position, session_id, run_id, role, payload, fingerprint, created)
 			SELECT position + 10, session_id, run_id, role, payload, fingerprint, created FROM src.messages`,
