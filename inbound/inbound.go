@@ -213,14 +213,32 @@ const (
 	HeaderClientRunID = "X-Client-Run-Id"
 )
 
+// HeaderReplaceFrom, on a request that starts a run in any dialect, names a
+// run of the session that the request discards with every later one (a
+// regenerate, an edit): bridge.Request.ReplaceFrom.
+const HeaderReplaceFrom = "X-Replace-From"
+
+// QuerySuperseded is the query flag of a history request that includes
+// the runs a regenerate or an edit discarded, marked superseded.
+const QuerySuperseded = "include_superseded"
+
+// IncludeSuperseded reports whether r's query sets include_superseded
+// (true or 1).
+func IncludeSuperseded(r *http.Request) bool {
+	v, _ := strconv.ParseBool(r.URL.Query().Get(QuerySuperseded))
+	return v
+}
+
 // Stateless marks req as a stateless dialect's (its messages are the whole
-// transcript) and attaches it to the session its X-Session-Id names; a
-// request in a named session is detached, so it keeps running, resumable,
-// when its client goes away.
+// transcript) and attaches it to the session its X-Session-Id names, or to
+// the session of the run its X-Replace-From discards; a request in a
+// session is detached, so it keeps running, resumable, when its client
+// goes away.
 func Stateless(r *http.Request, req *bridge.Request) {
 	req.Full = true
 	req.SessionID = r.Header.Get(HeaderSessionID)
-	req.Detached = req.SessionID != ""
+	req.ReplaceFrom = r.Header.Get(HeaderReplaceFrom)
+	req.Detached = req.SessionID != "" || req.ReplaceFrom != ""
 	req.ClientRunID = r.Header.Get(HeaderClientRunID)
 }
 

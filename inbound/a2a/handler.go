@@ -298,7 +298,10 @@ func (h *Handler) method(ctx context.Context, c *call, batch bool) ([]byte, erro
 // naming a task that has ended is refused (the spec's
 // UnsupportedOperationError); one naming a task that waits for input
 // without answering its calls starts a new run in that task's context.
-func (h *Handler) start(ctx context.Context, p *wire.SendParams) (run *bridge.Run, kind startKind, err error) {
+//
+// replaceFrom (X-Replace-From, a regenerate or an edit) names a task of
+// the context that the new run discards with every later one.
+func (h *Handler) start(ctx context.Context, p *wire.SendParams, replaceFrom string) (run *bridge.Run, kind startKind, err error) {
 	if p.Push {
 		return nil, 0, wire.ErrPushNotSupported()
 	}
@@ -360,9 +363,12 @@ func (h *Handler) start(ctx context.Context, p *wire.SendParams) (run *bridge.Ru
 	}
 	req := &bridge.Request{
 		Inbound: wire.Dialect, Model: h.cfg.Model, SessionID: session, ClientRunID: m.ID,
-		Detached: true, Stream: true, Messages: msgs, Dropped: dropped,
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, ReplaceFrom: replaceFrom,
 	}
 	run, err = h.cfg.Engine.Start(ctx, req)
+	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && bridge.AsError(err).Param == bridge.ParamReplaceFrom {
+		return nil, 0, wire.ErrTaskNotFound(replaceFrom)
+	}
 	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && session != "" {
 		return nil, 0, wire.ErrInvalidParams("params.message.contextId: context " + strconv.Quote(session) + " not found")
 	}
@@ -435,7 +441,7 @@ func (h *Handler) send(ctx context.Context, c *call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, kind, err := h.start(ctx, p)
+	run, kind, err := h.start(ctx, p, c.r.Header.Get(inbound.HeaderReplaceFrom))
 	if err != nil {
 		return nil, err
 	}
@@ -620,7 +626,7 @@ func (h *Handler) stream(w http.ResponseWriter, c *call) {
 			fail(err)
 			return
 		}
-		run, kind, err := h.start(ctx, p)
+		run, kind, err := h.start(ctx, p, c.r.Header.Get(inbound.HeaderReplaceFrom))
 		if err != nil {
 			fail(err)
 			return

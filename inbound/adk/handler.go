@@ -231,7 +231,7 @@ func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	s, err := h.view(r.Context(), rec, true)
+	s, err := h.viewQuery(r.Context(), rec, true, inbound.IncludeSuperseded(r))
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -301,7 +301,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	}
 	rd, _ := json.Marshal(render{Streaming: opt.Streaming, Author: opt.Author})
 	run, err := h.cfg.Engine.Start(ctx, &bridge.Request{Inbound: wire.Dialect, Model: rec.ADK.App, SessionID: rec.sess.ID,
-		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd})
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd, ReplaceFrom: r.Header.Get(inbound.HeaderReplaceFrom)})
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -518,7 +518,9 @@ func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) {
 		rec.ADK.ID = p.Session.ID
 	}
 	ctx := bridge.WithPrincipal(context.Background(), p.Session.Principal)
-	s, err := h.view(ctx, rec, true)
+	// A page that holds superseded runs was asked for them.
+	superseded := slices.ContainsFunc(p.Runs, func(r *bridge.Run) bool { return r.Superseded })
+	s, err := h.viewQuery(ctx, rec, true, superseded)
 	if err != nil {
 		return nil, err
 	}

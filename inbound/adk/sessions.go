@@ -214,13 +214,20 @@ func mergeState(state, delta json.RawMessage) json.RawMessage {
 // as a partial event with that cursor as its id, and active_run.event_id
 // the same cursor.
 func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.Session, error) {
+	return h.viewQuery(ctx, r, withEvents, false)
+}
+
+// viewQuery is view; with superseded, the runs a regenerate or an edit
+// discarded are shown too, their events marked in customMetadata
+// ({"superseded": true}).
+func (h *Handler) viewQuery(ctx context.Context, r *record, withEvents, superseded bool) (*wire.Session, error) {
 	s := &wire.Session{ID: r.ADK.ID, AppName: r.ADK.App, UserID: r.ADK.User, State: r.State,
 		LastUpdateTime: wire.Time(r.sess.Updated), Events: []wire.Event{}}
 	if !withEvents {
 		s.State = json.RawMessage("{}")
 		return s, nil
 	}
-	page, err := h.cfg.Engine.History(ctx, r.sess.ID, "", 10000)
+	page, err := h.cfg.Engine.QueryHistory(ctx, r.sess.ID, bridge.HistoryQuery{Limit: 10000, Superseded: superseded})
 	if err != nil {
 		if bridge.ErrorCode(err) == bridge.CodeNotFound {
 			return s, nil
@@ -239,6 +246,13 @@ func (h *Handler) view(ctx context.Context, r *record, withEvents bool) (*wire.S
 		evs, st, err := h.runEvents(ctx, run, stored, r.ADK.App, state)
 		if err != nil {
 			return nil, err
+		}
+		if run.Superseded {
+			for i := range evs {
+				evs[i].CustomMetadata = markSuperseded(evs[i].CustomMetadata)
+			}
+			s.Events = append(s.Events, evs...)
+			continue // neither the session's state, nor its status, nor its active run
 		}
 		s.Events, state = append(s.Events, evs...), st
 		if t := time.Time(lastTime(s.Events)); t.After(time.Time(s.LastUpdateTime)) {
@@ -349,6 +363,15 @@ func toolBatch(msgs []bridge.Message, i int) int {
 		i++
 	}
 	return i
+}
+
+// markSuperseded adds "superseded": true to an event's customMetadata.
+func markSuperseded(meta json.RawMessage) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(meta, &m) // none, or not an object: replaced
+	m["superseded"] = json.RawMessage("true")
+	b, _ := json.Marshal(m)
+	return b
 }
 
 func lastTime(evs []wire.Event) wire.Time {

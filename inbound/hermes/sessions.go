@@ -314,12 +314,13 @@ func (h *Handler) deleteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // transcript is a session's whole history page: a fork's seed, then what
-// the store holds.
-func (h *Handler) transcript(ctx context.Context, s *session) (*bridge.HistoryPage, error) {
+// the store holds (with the runs a regenerate or an edit discarded when
+// superseded).
+func (h *Handler) transcript(ctx context.Context, s *session, superseded bool) (*bridge.HistoryPage, error) {
 	page := &bridge.HistoryPage{Session: &bridge.Session{ID: s.id, Created: s.created}}
 	before := ""
 	for range 1000 { // pages of 1000 messages: a bound, not a limit anyone reaches
-		p, err := h.cfg.Engine.History(ctx, s.id, before, 1000)
+		p, err := h.cfg.Engine.QueryHistory(ctx, s.id, bridge.HistoryQuery{Before: before, Limit: 1000, Superseded: superseded})
 		if err != nil {
 			if bridge.ErrorCode(err) == bridge.CodeNotFound {
 				break // no turn yet: nothing stored
@@ -356,7 +357,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, wire.Errorf(bridge.CodeInvalid, wire.CodeInvalidRequest, "format must be hermes or chatkit"))
 		return
 	}
-	page, err := h.transcript(r.Context(), s)
+	page, err := h.transcript(r.Context(), s, inbound.IncludeSuperseded(r))
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -398,7 +399,7 @@ func (h *Handler) fork(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, wire.Errorf(bridge.CodeInvalid, wire.CodeInvalidRequest, "id: at most 256 visible characters, no / ? # %%"))
 		return
 	}
-	page, err := h.transcript(r.Context(), parent)
+	page, err := h.transcript(r.Context(), parent, false)
 	if err != nil {
 		h.WriteError(w, err)
 		return

@@ -46,7 +46,8 @@ func bodyHash(b []byte) string {
 func (h *Handler) startTurn(ctx context.Context, s *session, tr *wire.TurnRequest, body []byte, clientRunID string) (*bridge.Run, error) {
 	s.turn.Lock()
 	defer s.turn.Unlock()
-	if last := h.last(s); last != "" {
+	// A turn that replaces runs (X-Replace-From) cancels the active one.
+	if last := h.last(s); last != "" && tr.Request.ReplaceFrom == "" {
 		if r, err := h.cfg.Engine.Run(ctx, last); err == nil && r.Status == bridge.StatusRunning {
 			e := wire.Errorf(bridge.CodeConflict, wire.CodeRunAlreadyActive, "Session %s already has an active run: %s", s.id, r.ID)
 			return nil, e
@@ -96,6 +97,7 @@ func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.Turn
 	if err != nil {
 		return nil, nil, err
 	}
+	tr.Request.ReplaceFrom = r.Header.Get(inbound.HeaderReplaceFrom)
 	return tr, body, nil
 }
 

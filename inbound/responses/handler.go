@@ -142,7 +142,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	req.Render, _ = json.Marshal(render{Response: rec.ID})
 	req.ClientRunID = r.Header.Get(HeaderClientRunID)
 	header := r.Header.Get(HeaderSessionID)
-	req.Detached = cr.Background || header != ""
+	req.ReplaceFrom = h.replaceTarget(ctx, principal, r.Header.Get(inbound.HeaderReplaceFrom))
+	req.Detached = cr.Background || header != "" || req.ReplaceFrom != ""
 
 	run, err := h.start(ctx, principal, cr, rec, header)
 	if err != nil {
@@ -176,6 +177,19 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.complete(w, r, run, events, opt)
+}
+
+// replaceTarget is the run X-Replace-From names: a stored response's
+// run, or the run id itself (the engine answers not found for a run that
+// is not the caller's).
+func (h *Handler) replaceTarget(ctx context.Context, principal, id string) string {
+	if id == "" {
+		return ""
+	}
+	if rec, err := h.rec.get(ctx, principal, id); err == nil && rec.Run != "" {
+		return rec.Run
+	}
+	return id
 }
 
 // start resolves the request's session and transcript, starts its run and

@@ -238,11 +238,9 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	history := h.cfg.Engine.History
-	if _, ok := d.(RunPager); ok {
-		history = h.cfg.Engine.HistoryRuns
-	}
-	page, err := history(r.Context(), r.PathValue("session"), q.Get("cursor"), limit)
+	_, byRun := d.(RunPager)
+	page, err := h.cfg.Engine.QueryHistory(r.Context(), r.PathValue("session"),
+		bridge.HistoryQuery{Before: q.Get("cursor"), Limit: limit, ByRun: byRun, Superseded: inbound.IncludeSuperseded(r)})
 	if err != nil {
 		d.WriteError(w, err)
 		return

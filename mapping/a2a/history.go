@@ -13,7 +13,9 @@ import (
 // first, one per run, each with its status, its history (user messages;
 // the assistant's tool calls and reasoning, and tool results, as agent
 // messages) and its answers as artifacts; a task still working carries its
-// resume cursor in metadata.lastEventId. Tasks are 0.3 objects.
+// resume cursor in metadata.lastEventId, and one a regenerate or an edit
+// discarded (in a history that asked for them) metadata.superseded. Tasks
+// are 0.3 objects.
 func EncodeHistory(p *bridge.HistoryPage) ([]byte, error) {
 	if p == nil {
 		return nil, bridge.Errorf(bridge.CodeInternal, "a2a: nil history page")
@@ -111,6 +113,9 @@ func historyTask(r *bridge.Run, msgs []*bridge.Message) *a2asdk.Task {
 	}
 	if len(r.Dropped) > 0 {
 		meta["dropped"] = r.Dropped
+	}
+	if r.Superseded {
+		meta["superseded"] = true
 	}
 	if len(meta) > 0 {
 		t.Metadata = meta

@@ -178,6 +178,8 @@ type HistoryOptions struct {
 // cursor, ends data (messages whose id is an event id, a string, where
 // stored messages have integers). Hermes' own shape leaves the partial
 // turn out.
+// A run a regenerate or an edit discarded (in a history that asked for
+// them) has superseded: true.
 func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 	o := wire.NewObj()
 	o.Str("object", "list")
@@ -215,6 +217,9 @@ func EncodeHistory(p *bridge.HistoryPage, opt HistoryOptions) ([]byte, error) {
 			}
 			if r.Status == bridge.StatusRunning && r.LastSeq > 0 {
 				ro.Str("last_event_id", bridge.EventID(r.ID, r.LastSeq))
+			}
+			if r.Superseded {
+				ro.Bool("superseded", true)
 			}
 			ro.B = append(ro.B, '}')
 			runs = append(runs, ro.B...)

@@ -14,8 +14,9 @@ import (
 // messages. A run has id, status (a bridge.Status), created_at,
 // finished_at once finished, model, usage {prompt_tokens,
 // completion_tokens, total_tokens}, last_event_id (the resume cursor), and
-// stop_reason, reason and dropped when set. cursor is given only when
-// has_more.
+// stop_reason, reason, superseded (a run a regenerate or an edit
+// discarded, in a history that asked for them) and dropped when set.
+// cursor is given only when has_more.
 func EncodeHistory(p *bridge.HistoryPage) ([]byte, error) {
 	if p == nil {
 		return nil, bridge.Errorf(bridge.CodeInternal, "openai: nil history page")
@@ -143,6 +144,9 @@ func historyRun(r *bridge.Run) []byte {
 	}
 	if r.Reason != "" {
 		w.Str("reason", r.Reason)
+	}
+	if r.Superseded {
+		w.Bool("superseded", true)
 	}
 	if len(r.Dropped) > 0 {
 		w.Key("dropped")

@@ -192,9 +192,9 @@ func (c *Client) auth(req *http.Request) {
 const keyPrefix = "fp:"
 
 // Open sends the run's new input to the agent: into the upstream context
-// the rest of the transcript is already in (found by its fingerprint), or
-// into a new context that gets the earlier turns inlined when there are
-// any. It returns an error when the agent did not answer, or answered with
+// the rest of the transcript is already in (found by its fingerprint, and
+// used once: the context then holds more), or into a new context that gets
+// the earlier turns inlined when there are any. It returns an error when the agent did not answer, or answered with
 // an error before any event.
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	card, err := c.Card(ctx)
@@ -210,6 +210,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		inline            []bridge.Message
 		dropped           []string
 	)
+	key := wire.TranscriptKey(prefix)
 	run := bridge.RunIDFromContext(ctx)
 	if results(input) && c.cfg.IDs != nil {
 		// The client's tool results for the calls a task asked for
@@ -222,13 +223,13 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		if taskID != "" && req.SessionID != "" {
 			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, req.SessionID)
 		}
-		if key := wire.TranscriptKey(prefix); taskID == "" && key != "" {
+		if taskID == "" && key != "" {
 			if taskID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, keyPrefix+key); taskID != "" {
 				contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
 			}
 		}
 	}
-	if key := wire.TranscriptKey(prefix); key != "" && taskID == "" {
+	if key != "" && taskID == "" {
 		if c.cfg.IDs != nil {
 			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
 		}
@@ -248,6 +249,12 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile)}
 	if err := call.send(msg); err != nil {
 		return nil, err
+	}
+	if contextID != "" && key != "" && c.cfg.IDs != nil {
+		// The context has moved past the prefix: a transcript that
+		// branches from it again (a regenerate, an edit) must not land in
+		// a context holding the turns it left out.
+		_ = c.cfg.IDs.PutID(context.WithoutCancel(ctx), bridge.IDMapping{Kind: bridge.IDSession, Scope: c.cfg.Name, Local: keyPrefix + key})
 	}
 	return &bridge.Call{Events: call.events, Dropped: dropped, Cancel: call.cancel, Steer: call.steer}, nil
 }

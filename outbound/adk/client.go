@@ -173,6 +173,12 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, pkey)
 	}
 	resp, cancel, err := k.post(content)
+	if err == nil && resp != nil && c.cfg.IDs != nil {
+		// The session has moved past the prefix: a transcript that
+		// branches from it again (a regenerate, an edit) must not land in
+		// a session holding the turns it left out.
+		_ = c.cfg.IDs.PutID(context.WithoutCancel(ctx), bridge.IDMapping{Kind: bridge.IDSession, Scope: c.cfg.Name, Local: pkey})
+	}
 	if err != nil && k.session != "" && bridge.ErrorCode(err) == bridge.CodeNotFound {
 		k.session = "" // the upstream forgot the session: a new one, with the history
 		resp, cancel, err = nil, nil, nil

@@ -44,8 +44,9 @@ type runRow struct {
 }
 
 type message struct {
-	session string
-	msg     bridge.Message
+	session    string
+	msg        bridge.Message
+	superseded bool // its run was superseded (Store.Supersede)
 }
 
 type idKey struct {
@@ -390,7 +391,7 @@ func (s *Store) addMessages(msgs []bridge.Message) error {
 			m.Created = s.now().UTC()
 		}
 		m.ID = ""
-		s.messages = append(s.messages, message{session: row.run.SessionID, msg: m})
+		s.messages = append(s.messages, message{session: row.run.SessionID, msg: m, superseded: row.run.Superseded})
 	}
 	return nil
 }
@@ -415,7 +416,16 @@ func (s *Store) positioned(i int) bridge.Message {
 	return m
 }
 
+// Messages leaves out the superseded messages; AllMessages does not.
 func (s *Store) Messages(_ context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.sessionMessages(session, before, limit, false)
+}
+
+func (s *Store) AllMessages(_ context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.sessionMessages(session, before, limit, true)
+}
+
+func (s *Store) sessionMessages(session string, before int64, limit int, all bool) ([]bridge.Message, bool, error) {
 	var (
 		out  []bridge.Message
 		more bool
@@ -426,7 +436,7 @@ func (s *Store) Messages(_ context.Context, session string, before int64, limit 
 			end = min(end, int(before-1))
 		}
 		for i := end - 1; i >= 0; i-- {
-			if s.messages[i].session != session {
+			if s.messages[i].session != session || s.messages[i].superseded && !all {
 				continue
 			}
 			if limit > 0 && len(out) == limit {
@@ -452,6 +462,39 @@ func (s *Store) RunMessages(_ context.Context, run string) ([]bridge.Message, er
 		return nil
 	})
 	return out, err
+}
+
+// Supersede marks run and the runs of its session after it (by Created,
+// then creation order, as ListRuns sorts them) superseded, with their
+// messages.
+func (s *Store) Supersede(_ context.Context, run string, _ time.Time) ([]string, error) {
+	var ids []string
+	err := s.write(func() error {
+		target, ok := s.runs[run]
+		if !ok {
+			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", run)
+		}
+		rows := s.sortedRuns()
+		slices.Reverse(rows) // oldest first
+		marked := map[string]bool{}
+		for _, row := range rows {
+			r := &row.run
+			later := r.Created.After(target.run.Created) || r.Created.Equal(target.run.Created) && row.order >= target.order
+			if r.SessionID != target.run.SessionID || r.Superseded || !later {
+				continue
+			}
+			r.Superseded = true
+			marked[r.ID] = true
+			ids = append(ids, r.ID)
+		}
+		for i := range s.messages {
+			if marked[s.messages[i].msg.RunID] {
+				s.messages[i].superseded = true
+			}
+		}
+		return nil
+	})
+	return ids, err
 }
 
 func (s *Store) PutID(_ context.Context, m bridge.IDMapping) error {
