@@ -85,7 +85,7 @@ func (e *Engine) splitInput(ctx context.Context, session string, stored []Messag
 	// Each round discards at least one more run: it ends.
 	for {
 		n := 0
-		for n < len(kept) && n < len(req.Messages) && kept[n].Fingerprint() == req.Messages[n].Fingerprint() {
+		for n < len(kept) && n < len(req.Messages) && sameMessage(&kept[n], &req.Messages[n]) {
 			n++
 		}
 		if n == len(kept) {
@@ -135,4 +135,20 @@ func (e *Engine) supersede(ctx context.Context, session string, d *discard, up U
 	}
 	e.log.Info("runs superseded", "session", session, "from", d.from, "runs", ids)
 	return nil
+}
+
+// sameMessage reports whether a message a client resent is the stored one.
+// A stored assistant message may hold tool calls the client never saw (an
+// agent upstream's own tool activity, which a Chat Completions client is
+// not shown): a resent message without tool calls matches it without them.
+func sameMessage(stored, sent *Message) bool {
+	if stored.Fingerprint() == sent.Fingerprint() {
+		return true
+	}
+	if len(stored.ToolCalls) == 0 || len(sent.ToolCalls) > 0 {
+		return false
+	}
+	bare := *stored
+	bare.ToolCalls = nil
+	return bare.Fingerprint() == sent.Fingerprint()
 }

@@ -265,3 +265,29 @@ func TestReplaceFromNotFound(t *testing.T) {
 		t.Errorf("run %s was discarded by a refused request", r1.ID)
 	}
 }
+
+// TestFullTranscriptAgentTools: an agent upstream's own tool calls, stored
+// with the answer but never shown to a Chat Completions client, do not make
+// the client's resent transcript diverge.
+func TestFullTranscriptAgentTools(t *testing.T) {
+	up := &bridgetest.Upstream{Script: func(call int, _ *bridge.Request) []bridge.Event {
+		evs := bridgetest.TextEvents("a" + strconv.Itoa(call+1))
+		tool := bridge.Event{Kind: bridge.KindToolCallDone, Source: bridge.SourceAgent,
+			ToolCall: &bridge.ToolCall{ID: "agent_" + strconv.Itoa(call), Name: "search", Arguments: "{}"}}
+		return append(evs[:1], append([]bridge.Event{tool}, evs[1:]...)...)
+	}}
+	e, store := newEngine(t, up)
+	ctx := t.Context()
+	full := func(msgs ...bridge.Message) *bridge.Request {
+		return &bridge.Request{Inbound: "test", Model: "m", SessionID: "s1", Full: true, Messages: msgs}
+	}
+	r1 := turn(t, e, ctx, full(user("q1")))
+	turn(t, e, ctx, full(user("q1"), assistant("a1"), user("q2")))
+	if r, _ := e.Run(ctx, r1.ID); r == nil || r.Superseded {
+		t.Errorf("the first run was discarded by a transcript that only lacks the agent's tool calls")
+	}
+	all, _, _ := store.AllMessages(ctx, "s1", 0, 0)
+	if len(all) != 4 {
+		t.Errorf("stored %v, want 4 messages", texts(all))
+	}
+}
