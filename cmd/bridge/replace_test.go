@@ -460,7 +460,7 @@ func TestReplaceFrom(t *testing.T) {
 
 			// The store holds each kept message once, and every turn of
 			// the discarded runs, marked.
-			all, _, err := m.store.AllMessages(t.Context(), bs, 0, 0)
+			all, _, err := m.Store().AllMessages(t.Context(), bs, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
