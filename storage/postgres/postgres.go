@@ -10,6 +10,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -280,7 +281,7 @@ const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, 
 	CASE WHEN status = 'running'
 		THEN GREATEST(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
 		ELSE last_seq END,
-	render`
+	render, superseded`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Message) error {
@@ -351,9 +352,10 @@ func scanRun(row pgx.Row) (*bridge.Run, error) {
 		dropped           *string
 		created, finished int64
 		render            string
+		superseded        int64
 	)
 	err := row.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
-		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render)
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded)
 	if err != nil {
 		return nil, err
 	}
@@ -369,6 +371,7 @@ func scanRun(row pgx.Row) (*bridge.Run, error) {
 		}
 	}
 	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	r.Superseded = superseded != 0
 	if render != "" {
 		r.Render = json.RawMessage(render)
 	}
@@ -581,8 +584,8 @@ func (s *Store) addMessages(ctx context.Context, tx pgx.Tx, msgs []bridge.Messag
 		if err != nil {
 			return fmt.Errorf("add message run=%s: encode: %w", runID, err)
 		}
-		batch.Queue(`INSERT INTO messages (session_id, run_id, role, payload, created)
-			SELECT session_id, id, $2, $3, $4 FROM runs WHERE id = $1`, runID, string(m.Role), string(p), created)
+		batch.Queue(`INSERT INTO messages (session_id, run_id, role, payload, created, superseded)
+			SELECT session_id, id, $2, $3, $4, superseded <> 0 FROM runs WHERE id = $1`, runID, string(m.Role), string(p), created)
 	}
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
@@ -666,7 +669,25 @@ func scanMessages(rows pgx.Rows, msgs []bridge.Message) ([]bridge.Message, error
 
 // Messages returns up to limit messages of session, oldest first, ending
 // before position before (0: the newest), and whether older ones exist.
+//
+// Messages leaves the superseded messages out; AllMessages does not.
 func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesInForce, session, before, limit)
+}
+
+func (s *Store) AllMessages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesAll, session, before, limit)
+}
+
+// The queries of Messages and AllMessages.
+const (
+	messagesInForce = `SELECT position, run_id, created, payload FROM messages
+		WHERE session_id = $1 AND position < $2 AND NOT superseded ORDER BY position DESC LIMIT $3`
+	messagesAll = `SELECT position, run_id, created, payload FROM messages
+		WHERE session_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`
+)
+
+func (s *Store) messages(ctx context.Context, query, session string, before int64, limit int) ([]bridge.Message, bool, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -674,8 +695,7 @@ func (s *Store) Messages(ctx context.Context, session string, before int64, limi
 	if limit > 0 {
 		fetch = int64(limit) + 1 // one more tells whether older ones exist
 	}
-	rows, err := s.pool.Query(ctx, `SELECT position, run_id, created, payload FROM messages
-		WHERE session_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`, session, before, fetch)
+	rows, err := s.pool.Query(ctx, query, session, before, fetch)
 	if err != nil {
 		return nil, false, fmt.Errorf("messages session=%s: %w", session, err)
 	}
@@ -705,6 +725,64 @@ func (s *Store) RunMessages(ctx context.Context, run string) ([]bridge.Message, 
 		return nil, fmt.Errorf("run messages run=%s: %w", run, err)
 	}
 	return msgs, nil
+}
+
+// Supersede marks run and every later run of its session (by created,
+// then creation order) superseded at at, with their messages, in one
+// transaction; it returns the ids it marked, oldest first.
+func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]string, error) {
+	var ids []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		var (
+			session      string
+			created, ord int64
+		)
+		err := tx.QueryRow(ctx, `SELECT session_id, created, ord FROM runs WHERE id = $1`, run).Scan(&session, &created, &ord)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", run)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `UPDATE runs SET superseded = $1
+			WHERE session_id = $2 AND superseded = 0 AND (created > $3 OR created = $3 AND ord >= $4)
+			RETURNING id, created, ord`, max(unixNano(at), 1), session, created, ord)
+		if err != nil {
+			return err
+		}
+		type marked struct {
+			id           string
+			created, ord int64
+		}
+		var ms []marked
+		for rows.Next() {
+			var m marked
+			if err := rows.Scan(&m.id, &m.created, &m.ord); err != nil {
+				rows.Close()
+				return err
+			}
+			ms = append(ms, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(ms, func(a, b marked) int { return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.ord, b.ord)) })
+		for _, m := range ms {
+			ids = append(ids, m.id)
+		}
+		if len(ids) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE messages SET superseded = true WHERE run_id = ANY($1)`, ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && bridge.ErrorCode(err) != bridge.CodeNotFound {
+		return nil, fmt.Errorf("supersede run=%s: %w", run, err)
+	}
+	return ids, err
 }
 
 // PutID records a mapping; an existing (kind, scope, local) is replaced.
