@@ -278,6 +278,19 @@ var reloadCases = []reloadCase{
 			if len(h.Runs) == 0 {
 				return reading{}
 			}
+			// Hermes' own shape lists stored rows only: integer ids.
+			var own struct {
+				Data []struct {
+					ID json.RawMessage `json:"id"`
+				} `json:"data"`
+			}
+			getJSON(t, ctx, base+"/api/sessions/rl-hermes/messages", &own)
+			for _, m := range own.Data {
+				var n int64
+				if json.Unmarshal(m.ID, &n) != nil {
+					t.Errorf("Hermes' own history has a message id %s", m.ID)
+				}
+			}
 			r := h.Runs[len(h.Runs)-1]
 			rd := reading{run: r.ID, running: r.Status == "running", cursor: r.LastEventID}
 			for _, m := range h.Data {

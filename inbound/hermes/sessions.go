@@ -329,6 +329,12 @@ func (h *Handler) transcript(ctx context.Context, s *session, superseded bool) (
 		}
 		page.Session = p.Session
 		page.Messages = append(p.Messages, page.Messages...)
+		for id, t := range p.Partial {
+			if page.Partial == nil {
+				page.Partial = map[string]*bridge.PartialTurn{}
+			}
+			page.Partial[id] = t
+		}
 		for _, r := range p.Runs {
 			if !slices.ContainsFunc(page.Runs, func(o *bridge.Run) bool { return o.ID == r.ID }) {
 				page.Runs = append(page.Runs, r)
