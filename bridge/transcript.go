@@ -132,3 +132,29 @@ func RemapToolCallIDs(msgs []Message, remote func(string) string) []Message {
 	}
 	return out
 }
+
+// NameToolResults returns input with each tool result that names no
+// function given the name of the call it answers, from the calls in
+// prefix (a Chat Completions tool message names none; an agent's
+// function response carries the name). input itself is never written.
+func NameToolResults(prefix, input []Message) []Message {
+	names := map[string]string{}
+	for i := range prefix {
+		for _, c := range prefix[i].ToolCalls {
+			names[c.ID] = c.Name
+		}
+	}
+	var out []Message
+	for i := range input {
+		if input[i].Role == RoleTool && input[i].Name == "" && names[input[i].ToolCallID] != "" {
+			if out == nil {
+				out = slices.Clone(input)
+			}
+			out[i].Name = names[input[i].ToolCallID]
+		}
+	}
+	if out == nil {
+		return input
+	}
+	return out
+}

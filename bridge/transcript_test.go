@@ -68,3 +68,20 @@ func TestRemapToolCallIDs(t *testing.T) {
 		t.Error("nothing changed, but the transcript was copied")
 	}
 }
+
+// TestNameToolResults: a tool result without a name gets its call's;
+// a named one and the input slice stay as they are.
+func TestNameToolResults(t *testing.T) {
+	prefix := []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "weather"}, {ID: "c2", Name: "time"}}}}
+	input := []Message{{Role: RoleTool, ToolCallID: "c1"}, {Role: RoleTool, ToolCallID: "c2", Name: "own"}, {Role: RoleTool, ToolCallID: "c9"}}
+	got := NameToolResults(prefix, input)
+	if got[0].Name != "weather" || got[1].Name != "own" || got[2].Name != "" {
+		t.Errorf("names %q %q %q", got[0].Name, got[1].Name, got[2].Name)
+	}
+	if input[0].Name != "" {
+		t.Errorf("the input was written")
+	}
+	if same := NameToolResults(nil, input); &same[0] != &input[0] {
+		t.Errorf("nothing to name: want the input itself")
+	}
+}

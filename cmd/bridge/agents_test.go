@@ -308,40 +308,50 @@ func TestToolLoopOverADKBridge(t *testing.T) {
 	}
 }
 
-// TestToolLoopOverADK: the same over a fake ADK api_server whose agent
-// asks for the client's tool with a long-running functionCall: the
-// client's result goes to the same ADK session as a functionResponse.
+// TestToolLoopOverADK: the same over ADK api_servers whose agent asks for
+// the client's tool with a long-running functionCall (the fake, and the
+// real one, whose client_weather tool is a LongRunningFunctionTool): the
+// client's result goes to the same ADK session as a functionResponse, and
+// the loop is one front run.
 func TestToolLoopOverADK(t *testing.T) {
-	srv := adktest.New()
-	t.Cleanup(srv.Close)
-	front := adkUpstreamBridge(t, srv.URL)
-	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
-	defer cancel()
-
-	h := http.Header{"X-Session-Id": {"loop-adk-fake"}}
-	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}}
-	msgs := []map[string]any{{"role": "user", "content": "client:Paris"}}
-	first := agentChat(t, ctx, front, h, map[string]any{"model": "scripted", "messages": msgs, "tools": tools})
-	if first.finish != "tool_calls" || len(first.calls) != 1 || first.calls[0].ID != "call-client-1" || first.calls[0].Args != `{"city":"Paris"}` {
-		t.Fatalf("first turn: %+v", first)
-	}
-	msgs = append(msgs,
-		map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "call-client-1", "type": "function",
-			"function": map[string]string{"name": "get_weather", "arguments": first.calls[0].Args}}}},
-		map[string]any{"role": "tool", "tool_call_id": "call-client-1", "content": `{"sky":"clear"}`})
-	second := agentChat(t, ctx, front, h, map[string]any{"model": "scripted", "messages": msgs, "tools": tools})
-	if second.run != first.run || second.text != `the tool said: {"sky":"clear"}` {
-		t.Fatalf("second turn: %+v (first run %s)", second, first.run)
-	}
-	reqs := srv.RunRequests()
-	if len(reqs) != 2 || string(reqs[0]["sessionId"]) != string(reqs[1]["sessionId"]) {
-		t.Fatalf("run requests %d, sessions %s and %s: want two in one ADK session", len(reqs), reqs[0]["sessionId"], reqs[len(reqs)-1]["sessionId"])
-	}
-	if !strings.Contains(string(reqs[1]["newMessage"]), `"functionResponse":{"id":"call-client-1"`) {
-		t.Errorf("second newMessage %s, want the functionResponse", reqs[1]["newMessage"])
-	}
-	if r := runJSON(t, ctx, front, first.run); r["status"] != "completed" {
-		t.Errorf("front run: %v", r)
+	fake := adktest.New()
+	t.Cleanup(fake.Close)
+	for _, c := range []struct {
+		name, url, app, tool string
+	}{{"fake", fake.URL, "scripted", "get_weather"}, {"real", adkreal.Start(t), adkreal.App, "client_weather"}} {
+		t.Run(c.name, func(t *testing.T) {
+			front := adkUpstreamBridge(t, c.url)
+			ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+			defer cancel()
+			h := http.Header{"X-Session-Id": {"loop-adk-" + c.name}}
+			tools := []map[string]any{{"type": "function", "function": map[string]any{"name": c.tool, "parameters": map[string]any{"type": "object"}}}}
+			msgs := []map[string]any{{"role": "user", "content": "client:Paris"}}
+			first := agentChat(t, ctx, front, h, map[string]any{"model": c.app, "messages": msgs, "tools": tools})
+			if first.finish != "tool_calls" || len(first.calls) != 1 || first.calls[0].ID != "call-client-1" ||
+				first.calls[0].Name != c.tool || first.calls[0].Args != `{"city":"Paris"}` {
+				t.Fatalf("first turn: %+v", first)
+			}
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "call-client-1", "type": "function",
+					"function": map[string]string{"name": c.tool, "arguments": first.calls[0].Args}}}},
+				map[string]any{"role": "tool", "tool_call_id": "call-client-1", "content": `{"sky":"clear"}`})
+			second := agentChat(t, ctx, front, h, map[string]any{"model": c.app, "messages": msgs, "tools": tools})
+			if second.run != first.run || second.text != `the tool said: {"sky":"clear"}` {
+				t.Fatalf("second turn: %+v (first run %s)", second, first.run)
+			}
+			if c.name == "fake" {
+				reqs := fake.RunRequests()
+				if len(reqs) != 2 || string(reqs[0]["sessionId"]) != string(reqs[1]["sessionId"]) {
+					t.Fatalf("run requests %d: want two in one ADK session", len(reqs))
+				}
+				if !strings.Contains(string(reqs[1]["newMessage"]), `"functionResponse":{"id":"call-client-1"`) {
+					t.Errorf("second newMessage %s, want the functionResponse", reqs[1]["newMessage"])
+				}
+			}
+			if r := runJSON(t, ctx, front, first.run); r["status"] != "completed" {
+				t.Errorf("front run: %v", r)
+			}
+		})
 	}
 }
 
@@ -652,4 +662,45 @@ func TestADKListApps(t *testing.T) {
 		t.Errorf("run_sse of app gpt-4o-mini: %d %s", resp.StatusCode, b)
 	}
 	adkJSON(t, ctx, "POST", base+"/apps/no-such-model/users/u/sessions/s2", `{}`, 400, nil)
+}
+
+// TestStopOverRealADK: over the real api_server (ADK-JS 2.0.0) a stop
+// ends the front run cancelled and closes run_sse, all ADK offers. What
+// that does upstream is ADK's: its server means to abort the invocation
+// when the request closes, yet the invocation of this test's agent runs
+// to its end (its session gets the whole answer), which the test logs;
+// docs/dialects.md says so.
+func TestStopOverRealADK(t *testing.T) {
+	url := adkreal.Start(t)
+	front := adkUpstreamBridge(t, url)
+	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
+	defer cancel()
+	long := strings.Repeat("w ", 100)
+	run, text := midStream(t, ctx, front, adkreal.App, "stop-adk-real", "slow "+long, 4, func(run string) {
+		if c := postRun(t, ctx, front, run, "cancel", ""); c != 200 {
+			t.Errorf("cancel: %d", c)
+		}
+	})
+	r := waitStatus(t, ctx, front, run)
+	inv, _ := r["upstream_run_id"].(string)
+	if r["status"] != "cancelled" || inv == "" || strings.Contains(text, strings.TrimSpace(long)) {
+		t.Fatalf("front run %v, text %q: want cancelled, the answer cut", r, text)
+	}
+	time.Sleep(2 * time.Second) // 100 words at 15 ms: an invocation that went on has ended
+	var list struct {
+		Sessions []struct{ ID string } `json:"sessions"`
+	}
+	sessions := url + "/apps/" + adkreal.App + "/users/bridge/sessions"
+	adkJSON(t, ctx, "GET", sessions, "", 200, &list)
+	for _, s := range list.Sessions {
+		var sess struct {
+			Events []adkEvent `json:"events"`
+		}
+		adkJSON(t, ctx, "GET", sessions+"/"+s.ID, "", 200, &sess)
+		for _, ev := range sess.Events {
+			if ev.InvocationID == inv && ev.Author != "user" {
+				t.Logf("ADK went on with the stopped invocation %s: its session has its answer", inv)
+			}
+		}
+	}
 }

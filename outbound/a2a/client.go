@@ -241,7 +241,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if len(req.Tools) > 0 {
 		dropped = append(dropped, "tools")
 	}
-	msg, d := wire.OutboundMessage(input, inline, contextID)
+	msg, d := wire.OutboundMessage(bridge.NameToolResults(prefix, input), inline, contextID)
 	msg.TaskID = a2asdk.TaskID(taskID)
 	dropped = append(dropped, d...)
 

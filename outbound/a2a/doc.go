@@ -10,6 +10,11 @@
 // same upstream context, and an edited history opens a new one. Abort
 // calls tasks/cancel; a stream that breaks mid-task is resubscribed from
 // the last upstream event id (then read with tasks/get if the agent cannot
-// resubscribe), so the client sees no gap. A Client is safe for concurrent
-// use.
+// resubscribe), so the client sees no gap.
+//
+// A task that stops input-required with function calls nothing answered
+// asks the client for their results: they reach the client as its tool
+// calls, and its results go back into the same task (function_response
+// data parts with its taskId). A steer is a message to the working task.
+// A Client is safe for concurrent use.
 package a2a

@@ -159,7 +159,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if len(input) == 0 {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
 	}
-	content, d := wire.EncodeContent(input)
+	content, d := wire.EncodeContent(bridge.NameToolResults(prefix, input))
 	dropped = append(dropped, d...)
 
 	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID}

@@ -16,4 +16,11 @@
 // chatkit convention, which a bridge's ADK endpoint answers); ADK itself
 // has no resume and answers an empty stream, and the run ends
 // interrupted, never completed.
+//
+// A long-running functionCall is the client's tool call; the run waits for
+// its result, which goes to the same session as a functionResponse. An
+// upstream that names its run in X-Run-Id is a bridge: stop and steer use
+// its run API. ADK's own server has none: a stop closes run_sse (ADK-JS
+// means to abort the invocation then), and a steer waits for the next
+// invocation.
 package adk
