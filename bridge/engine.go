@@ -882,6 +882,9 @@ func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run
 	if lr := e.liveRun(runID); lr != nil { // continued since the lookup
 		return lr.snapshot(), lr.follow(ctx, after), nil
 	}
+	if w, ok := e.store.(Watcher); ok && run.Status == StatusRunning {
+		return run, e.followStored(ctx, w, runID, after), nil // another replica drives it
+	}
 	return run, e.replay(ctx, runID, after), nil
 }
 

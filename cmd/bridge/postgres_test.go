@@ -14,9 +14,7 @@ import (
 
 // TestPostgresReplicas: two bridges on one PostgreSQL database (--db
 // postgres://...). A run streamed by one is read back, event for event,
-// from the other, and both give the session the same history. (A run
-// still going on one replica is not yet followed live from another: see
-// issue 16.)
+// from the other, and both give the session the same history.
 func TestPostgresReplicas(t *testing.T) {
 	db := pgtest.Schema(t)
 	cfg := defaultConfig()
@@ -75,5 +73,57 @@ func TestPostgresReplicas(t *testing.T) {
 	_, histA = do("GET", a+"/v1/sessions/shared/history?format=openai", "")
 	if n := strings.Count(string(histA), `"role":"user"`); n != 2 {
 		t.Fatalf("replica a's history has %d user messages after the turn on b, want 2 (stored once each): %s", n, histA)
+	}
+}
+
+// TestPostgresFollowAcrossReplicas: a client of replica b follows, live, a
+// run that replica a drives, to its end: b streams what a commits as a
+// commits it, then [DONE], and the text is a's.
+func TestPostgresFollowAcrossReplicas(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.DB = pgtest.Schema(t)
+	cfg.EchoDelay = 40 * time.Millisecond
+	a := "http://" + startMain(t, cfg).Addr()
+	b := "http://" + startMain(t, cfg).Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	words := "a run that one replica drives and another follows live to its end"
+	req, _ := http.NewRequestWithContext(ctx, "POST", a+"/v1/chat/completions",
+		strings.NewReader(`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+words+`"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-Id", "follow")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := resp.Header.Get("X-Run-Id")
+	fromA := make(chan []byte, 1)
+	go func() { defer resp.Body.Close(); b, _ := io.ReadAll(resp.Body); fromA <- b }()
+
+	// b, while the run goes on at a.
+	req, _ = http.NewRequestWithContext(ctx, "GET", b+"/v1/runs/"+run, nil)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !strings.Contains(string(st), `"status":"running"`) {
+		t.Fatalf("the run is not running any more when b reads it (the echo is too fast for the test): %s", st)
+	}
+	req, _ = http.NewRequestWithContext(ctx, "GET", b+"/v1/runs/"+run+"/events", nil)
+	r, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromB, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		t.Fatalf("b's stream: %v", err)
+	}
+	textB, _ := chatStreamText(fromB)
+	textA, _ := chatStreamText(<-fromA)
+	if textB != words || textA != words || !bytes.HasSuffix(bytes.TrimSpace(fromB), []byte("data: [DONE]")) {
+		t.Fatalf("b followed %q (a streamed %q), want the whole answer and [DONE]:\n%s", textB, textA, fromB)
 	}
 }

@@ -46,8 +46,9 @@ type Options struct {
 // concurrent use, within a process and across processes: every method is
 // its own transaction.
 type Store struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	watch watch
 }
 
 // IsURL reports whether db names a PostgreSQL database (a postgres:// or
@@ -90,8 +91,9 @@ func redact(err error) string {
 	return err.Error()
 }
 
-// Close closes the pool.
+// Close stops the listener, if any, and closes the pool.
 func (s *Store) Close() error {
+	s.closeWatch()
 	s.pool.Close()
 	return nil
 }
@@ -487,6 +489,9 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 		if err := appendEvents(ctx, tx, b.Events); err != nil {
 			return err
 		}
+		if err := notify(ctx, tx, b.Events); err != nil {
+			return err
+		}
 		for _, r := range b.Runs {
 			if err := updateRun(ctx, tx, r); err != nil {
 				return err
@@ -851,6 +856,9 @@ func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Ti
 			e := bridge.Event{RunID: o.id, Seq: o.last + 1, Time: now, Kind: bridge.KindFinal, Source: bridge.SourceBridge,
 				Final: &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason}}
 			if err := appendEvents(ctx, tx, []bridge.Event{e}); err != nil {
+				return err
+			}
+			if err := notify(ctx, tx, []bridge.Event{e}); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, finished = $3, last_seq = $4 WHERE id = $5`,

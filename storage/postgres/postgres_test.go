@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
@@ -19,4 +20,46 @@ func TestStore(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// TestWatchRun: a process watching a run is woken by another process's
+// commit of its events, and not by another run's.
+func TestWatchRun(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	ctx := t.Context()
+	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := a.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wake, stop := b.WatchRun("r1")
+	defer stop()
+	if err := a.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("r2", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+		t.Fatal("woken by another run's commit")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := a.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("r1", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not woken by the run's commit in another process")
+	}
 }
