@@ -296,7 +296,8 @@ func empty(body map[string]any) bool {
 // (POST /v1/runs/{run_id}/stop); its Steer passes user input to it
 // (POST /v1/runs/{run_id}/steer). A stream that breaks before done is
 // resumed (GET .../chat/stream with Last-Event-ID "<run_id>:<seq>", which
-// a bridge's Hermes API serves) with no event twice.
+// a bridge's Hermes API serves) with no event twice; where the server
+// refuses that (Hermes' own), the call settles from the run's status.
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	remote, fresh, err := c.session(ctx, req.SessionID, false)
 	if err != nil {
@@ -331,8 +332,10 @@ func endsWithResults(msgs []bridge.Message) bool {
 // the run's upstream stream, after the last frame committed (GET
 // .../chat/stream with Last-Event-ID "<run_id>:<seq>"): the upstream run
 // went on while the bridge was down, and none of it is lost or repeated.
-// A Hermes server without that route cannot resume (the run ends
-// interrupted).
+// A Hermes server without that route (Hermes' own) gives the run's outcome
+// instead: the call settles from GET /v1/runs/{run_id}. A run whose
+// upstream session or run is not known cannot be resumed (the engine ends
+// it interrupted).
 func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
 	if c.cfg.IDs == nil || req.SessionID == "" {
 		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s: no id map to find run %s's Hermes session", c.cfg.Name, run.ID)
