@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -505,5 +506,113 @@ func TestAttackConnectionLimit(t *testing.T) {
 	held[0].Close()
 	if status, body, _ := rawRequest(t, m.Addr(), "GET", "/healthz", "", 0, 0, 3*time.Second); status != 200 {
 		t.Errorf("after a slot freed: %d %s", status, body)
+	}
+}
+
+// TestAttackDatabaseFileMode: the database file and its -wal and -shm are
+// created 0600 under a umask that would leave them world-readable.
+func TestAttackDatabaseFileMode(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	cfg := defaultConfig()
+	cfg.DB = filepath.Join(t.TempDir(), "bridge.db")
+	m := startMain(t, cfg)
+	if status, body := do(t, "POST", "http://"+m.Addr()+"/v1/chat/completions", "", chatBody(false)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		count.add("db-file-mode")
+		fi, err := os.Stat(cfg.DB + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("bridge.db%s has mode %v, want -rw-------", suffix, fi.Mode().Perm())
+		}
+	}
+}
+
+// goErrorText is text of Go's own errors that must never reach a client.
+var goErrorText = []string{"EOF", "read tcp", "write tcp", "connection reset", "broken pipe", "json:", "i/o timeout", "runtime error", "goroutine"}
+
+// TestAttackNoGoErrorText: an upstream that cuts its stream, or sends
+// an event that is not its dialect's shape, gives the client (and the run
+// API) a message of the bridge's own, never Go's error text.
+func TestAttackNoGoErrorText(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	up := openaitest.New(func(_ int, body []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "c", Model: "m"}
+		if strings.Contains(string(body), "garbled") {
+			return openaitest.Reply{Chunks: append(c.Role().Text("half").List(), `{"choices":[{"index":"zero","delta":{"content":7}}]}`)}
+		}
+		return openaitest.Reply{Chunks: c.Role().Text("half", " of it", " and").List(), CutAfter: 2, NoDone: true}
+	})
+	t.Cleanup(up.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL(), Retry: outbound.RetryConfig{Disabled: true},
+		Breaker: outbound.BreakerConfig{Failures: 1000}}}
+	base := "http://" + startMain(t, cfg).Addr()
+	for _, input := range []string{"cut", "garbled"} {
+		for _, stream := range []bool{false, true} {
+			for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses"} {
+				count.add("upstream-fault")
+				body := fmt.Sprintf(`{"model":"m","stream":%t,"max_tokens":9,"messages":[{"role":"user","content":%q}]}`, stream, input)
+				if path == "/v1/responses" {
+					body = fmt.Sprintf(`{"model":"m","stream":%t,"input":%q}`, stream, input)
+				}
+				resp, got := call(t, "POST", base+path, "", body)
+				what := fmt.Sprintf("%s %s stream=%t", input, path, stream)
+				if input == "cut" && !strings.Contains(got, "error") {
+					t.Errorf("%s: no error for a cut stream: %.300s", what, got)
+				}
+				run := resp.Header.Get("X-Run-Id")
+				runView := ""
+				if run != "" {
+					_, runView = do(t, "GET", base+"/v1/runs/"+run, "", "")
+				}
+				for _, s := range goErrorText {
+					if strings.Contains(got, s) {
+						t.Errorf("%s: Go's error text %q reached the client: %.300s", what, s, got)
+					}
+					if strings.Contains(runView, s) {
+						t.Errorf("%s: Go's error text %q is in the run: %.300s", what, s, runView)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttackSmallInputs: a content part of a type no dialect knows is
+// named in X-Bridge-Dropped, not silently lost; a token limit below one
+// is a 400 naming the field.
+func TestAttackSmallInputs(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	base := "http://" + startMain(t, defaultConfig()).Addr()
+
+	count.add("unknown-part")
+	resp, body := call(t, "POST", base+"/v1/chat/completions", "",
+		`{"model":"echo","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"hologram","hologram":{"id":1}}]}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("X-Bridge-Dropped"), "hologram") {
+		t.Errorf("unknown part: %d, X-Bridge-Dropped %q: %.300s", resp.StatusCode, resp.Header.Get("X-Bridge-Dropped"), body)
+	}
+
+	for _, field := range []string{"max_tokens", "max_completion_tokens"} {
+		for _, v := range []int{-1, 0, -9223372036854775807} {
+			count.add("token-limit")
+			status, body := do(t, "POST", base+"/v1/chat/completions", "",
+				fmt.Sprintf(`{"model":"echo","%s":%d,"messages":[{"role":"user","content":"hi"}]}`, field, v))
+			expectInvalidRequest(t, status, body, 400)
+			if !strings.Contains(body, `"param":"`+field+`"`) {
+				t.Errorf("%s=%d: the error does not name the field: %s", field, v, body)
+			}
+		}
 	}
 }

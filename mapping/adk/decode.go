@@ -132,7 +132,7 @@ func (d *StreamDecoder) DecodeData(data []byte) ([]bridge.Event, error) {
 	}
 	var ev Event
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return nil, bridge.Errorf(bridge.CodeUpstream, "adk stream: an event does not have the ADK Event shape: %s", wire.Truncate(err.Error(), 200))
+		return nil, bridge.Errorf(bridge.CodeUpstream, "adk stream: an event does not have the ADK Event shape: %s", wire.Truncate(string(data), 120))
 	}
 	return d.Decode(&ev), nil
 }

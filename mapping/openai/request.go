@@ -174,6 +174,16 @@ func (d *reqDecoder) maxTokens(top object) error {
 	if err := wire.OptInt(top, "", "max_completion_tokens", &req.MaxTokens); err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		key string
+		v   *int64
+	}{{keyMaxTokens, legacy}, {"max_completion_tokens", req.MaxTokens}} {
+		if f.v != nil && *f.v < 1 { // as OpenAI answers it; no upstream takes a limit below one token
+			e := bridge.Errorf(bridge.CodeInvalid, "Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", f.key, *f.v)
+			e.Param = f.key
+			return e
+		}
+	}
 	if req.MaxTokens == nil {
 		req.MaxTokens = legacy
 	}

@@ -5,6 +5,9 @@ package echo
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 	"unicode"
 
@@ -85,6 +88,16 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 	if len(req.Tools) > 0 {
 		dropped = append(dropped, "tools") // echo calls no tools
 	}
+	// Echo reads text alone: every media or unknown part is named, so a part the
+	// client sent does not vanish unsaid (an unknown type by its own name).
+	for i, m := range req.Messages {
+		for j, p := range m.Parts {
+			switch p.Type {
+			case bridge.PartImage, bridge.PartAudio, bridge.PartFile, bridge.PartOpaque:
+				dropped = append(dropped, fmt.Sprintf("messages[%d].content[%d]: %s part", i, j, partName(p)))
+			}
+		}
+	}
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
 }
 
@@ -106,4 +119,19 @@ func Split(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
+}
+
+// partName names a part's type: an opaque part (a type the hub does not
+// know) by the type its dialect gave it.
+func partName(p bridge.Part) string {
+	if p.Type != bridge.PartOpaque || p.Opaque == nil {
+		return string(p.Type)
+	}
+	var o struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(p.Opaque.Data, &o) == nil && o.Type != "" {
+		return strconv.Quote(o.Type) + " (" + p.Opaque.Dialect + ")"
+	}
+	return "opaque " + p.Opaque.Dialect
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -139,6 +141,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	memory := path == ":memory:"
 	if opt.ReadOnly {
 		return openReadOnly(ctx, s, path, params, opt)
+	}
+	if !memory {
+		if err := createPrivate(path); err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
 	}
 	wp := cloneValues(params)
 	wp.Set("_txlock", "immediate") // take the write lock at BEGIN, never upgrade
@@ -474,4 +481,23 @@ func nullBytes(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// createPrivate creates the database file, when it does not exist, with
+// mode 0600 whatever the umask: it holds every conversation. SQLite
+// creates the -wal and -shm files with the mode of the database file. An
+// existing file keeps the mode its owner gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil { // a umask may have taken the owner's bits
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

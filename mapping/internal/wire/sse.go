@@ -119,7 +119,13 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 		if errors.As(err, &be) {
 			return SSEEvent{}, be
 		}
-		return SSEEvent{}, bridge.Errorf(bridge.CodeUpstream, "reading %s: %v", r.opt.Who, err)
+		// Go's text ("unexpected EOF", "read tcp 10.0.0.5:41234->...")
+		// names internal addresses and means nothing to a client.
+		what := "the connection failed"
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			what = "it ended in the middle"
+		}
+		return SSEEvent{}, bridge.Errorf(bridge.CodeUpstream, "reading %s: %s", r.opt.Who, what)
 	}
 	if ev, ok := r.dispatch(); ok {
 		return ev, nil
