@@ -23,10 +23,10 @@ import (
 // bridge B -> OpenAI upstream (hermesUpstream's script).
 
 // hermesHop records the requests bridge A sends bridge B's session stream,
-// and cuts the first POST .../chat/stream after cutAfter frames (0: none).
+// and cuts POST .../chat/stream number cutPost after cutAfter frames.
 type hermesHop struct {
-	srv      *httptest.Server
-	cutAfter int
+	srv               *httptest.Server
+	cutPost, cutAfter int
 
 	mu     sync.Mutex
 	posts  int
@@ -34,20 +34,20 @@ type hermesHop struct {
 	cut    atomic.Bool
 }
 
-func newHermesHop(t *testing.T, target string, cutAfter int) *hermesHop {
+func newHermesHop(t *testing.T, target string, cutPost, cutAfter int) *hermesHop {
 	t.Helper()
-	h := &hermesHop{cutAfter: cutAfter}
+	h := &hermesHop{cutPost: cutPost, cutAfter: cutAfter}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
 		req.Header = r.Header.Clone()
 		stream := strings.HasSuffix(r.URL.Path, "/chat/stream")
-		first := false
+		cut := false
 		if stream {
 			h.mu.Lock()
 			if r.Method == http.MethodPost {
 				h.posts++
-				first = h.posts == 1
+				cut = h.posts == h.cutPost
 			} else {
 				h.resume = append(h.resume, r.Header.Get("Last-Event-ID"))
 			}
@@ -71,7 +71,7 @@ func newHermesHop(t *testing.T, target string, cutAfter int) *hermesHop {
 			w.(http.Flusher).Flush()
 			if len(line) > 0 && len(bytes.TrimSpace(line)) == 0 {
 				frames++
-				if first && h.cutAfter > 0 && frames >= h.cutAfter {
+				if cut && frames >= h.cutAfter {
 					h.cut.Store(true)
 					panic(http.ErrAbortHandler) // the connection drops mid-stream
 				}
@@ -177,11 +177,14 @@ func hermesRun(t *testing.T, ctx context.Context, base, id string) map[string]an
 // gets a tool call it can answer (B's call id, name, arguments) and
 // finish_reason tool_calls; the next request with its result continues the
 // same run in A and the same upstream run in B (one run each, B's model
-// gets the result as a tool result).
+// gets the result as a tool result), though the link drops mid-way.
 func TestOpenAIToolLoopOverHermes(t *testing.T) {
 	up := hermesUpstream(t)
 	b := serveUpstream(t, "openai="+up.BaseURL())
-	a := serveUpstream(t, "hermes="+b)
+	// The link drops in the continuation's stream too: A resumes it after
+	// the last frame it read, in the second step of B's run.
+	hop := newHermesHop(t, b, 2, 3)
+	a := serveUpstream(t, "hermes="+hop.srv.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "weather", "parameters": map[string]any{"type": "object"}}}}
@@ -206,6 +209,9 @@ func TestOpenAIToolLoopOverHermes(t *testing.T) {
 		{"role": "tool", "tool_call_id": "call_w", "content": "20C"}}})
 	if r2.text != "It is 20C." || r2.finish != "stop" || r2.run != r1.run {
 		t.Fatalf("second step: %+v (first run %s)", r2, r1.run)
+	}
+	if res := hop.resumes(); !hop.cut.Load() || len(res) != 1 || !strings.HasPrefix(res[0], run1.UpstreamRunID+":") {
+		t.Errorf("the continuation's stream: cut %v, resumes %q", hop.cut.Load(), res)
 	}
 	run2 := runOf(t, a, r2.run)
 	if run2.Status != bridge.StatusCompleted || run2.UpstreamRunID != run1.UpstreamRunID {
@@ -235,7 +241,7 @@ func TestOpenAIToolLoopOverHermes(t *testing.T) {
 func TestHermesChainResume(t *testing.T) {
 	up := hermesUpstream(t)
 	b := serveUpstream(t, "openai="+up.BaseURL())
-	hop := newHermesHop(t, b, 8)
+	hop := newHermesHop(t, b, 1, 8)
 	a := serveUpstream(t, "hermes="+hop.srv.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
