@@ -42,7 +42,10 @@ func toolLoopUpstream(t *testing.T) *openaitest.Server {
 func TestADKToolLoopHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), adkTimeout)
 	defer cancel()
-	base := serveUpstream(t, "openai="+toolLoopUpstream(t).BaseURL())
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: toolLoopUpstream(t).BaseURL()}}
+	m := startMain(t, cfg)
+	base := "http://" + m.Addr()
 	adkJSON(t, ctx, "POST", base+"/apps/app/users/u/sessions/tl", `{}`, 200, nil)
 
 	resp := adkDo(t, ctx, "POST", base+"/run_sse", runBody("app", "u", "tl", "weather in Paris?", true))
@@ -77,7 +80,20 @@ func TestADKToolLoopHistory(t *testing.T) {
 			Parts []part `json:"parts"`
 		} `json:"content"`
 	}
-	for _, url := range []string{"/apps/app/users/u/sessions/tl", "/v1/sessions/" + session + "/history?format=adk"} {
+	// The history from the run's events, then from its transcript once
+	// retention deleted them.
+	urls := []string{"/apps/app/users/u/sessions/tl", "/v1/sessions/" + session + "/history?format=adk"}
+	urls = append(urls, "retention", urls[0], urls[1])
+	for _, url := range urls {
+		if url == "retention" {
+			if _, err := m.Store().DeleteEventsBefore(ctx, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if evs, err := m.Store().Events(ctx, inv, 0, 0); err != nil || len(evs) != 0 {
+				t.Fatalf("retention left %d events (%v)", len(evs), err)
+			}
+			continue
+		}
 		var s struct {
 			Events    []event         `json:"events"`
 			ActiveRun json.RawMessage `json:"active_run"`
