@@ -23,9 +23,10 @@ type HistoryPage struct {
 	Cursor   string    `json:"cursor,omitempty"`
 	HasMore  bool      `json:"has_more"`
 
-	// Partial holds, for each running run of the page, what its partial
-	// turn was folded from, for a dialect whose history is made of events
-	// (ADK).
+	// Partial holds, for each running run of the page, its partial turn:
+	// the events it was folded from and the messages it added (Folded
+	// tells them from stored ones, for a dialect whose history renders the
+	// run's events rather than its messages: ADK).
 	Partial map[string]*PartialTurn `json:"partial,omitempty"`
 }
 
