@@ -80,19 +80,14 @@ var convGaps = []convGap{
 	// Tool loops (items 5, 6).
 	{"a2a", "openai a2a adk hermes", "tool-loop", noClientTools("an A2A")},
 	{"adk", "openai a2a adk hermes", "tool-loop", noClientTools("an ADK")},
-	{"*", "adk", "tool-loop", "not yet (issue 14 item 6): a client's tool call through an ADK upstream does not reach the " +
-		"client, and its result does not continue the upstream invocation"},
-	{"openai hermes", "adk-server", "tool-loop", "not yet (issue 14 item 6): the scripted ADK agent asks for no client tool (a " +
-		"long-running functionCall), so a client tool loop over the api_server is not exercised"},
-
-	// Stop through an ADK upstream (item 8).
-	{"*", "adk", "stop", "not yet (issue 14 item 8): over `adk=` the front run is cancelled but the upstream's run " +
-		"generates to its end"},
+	{"openai hermes", "adk-server", "tool-loop", "not yet: this case asks for the client's `weather` tool, which the scripted " +
+		"ADK agent does not have; its client tool is `client_weather` (\"client:<city>\", a long-running call), whose loop " +
+		"`TestToolLoopOverADK/real` runs"},
 
 	// Steer over an ADK api_server (item 8).
 	{"*", "adk-server", "steer", "cannot: the ADK api_server takes no input for a running invocation; the bridge sends the steer as " +
-		"the session's next turn once the answer is done, which the agent answers as a turn of its own (issue 14 item 8 wants " +
-		"the history to say so)"},
+		"the session's next turn once the answer is done, which the agent answers as a turn of its own; the run's `dropped` " +
+		"in the history says so (`steer:next_upstream_call`)"},
 
 	// Regenerate and edit (item 4).
 	{"*", "*", "regenerate", "not yet (issue 14 item 4): `X-Replace-From` is not read; the discarded turn stays in the " +
