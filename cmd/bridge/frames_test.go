@@ -424,3 +424,58 @@ func TestResumeEveryFrameADK(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeEveryFrameHermes: a Hermes session stream (message.started
+// with the first delta, the final's assistant.completed, run.completed
+// and done: events of several frames) resumed from each of its frames on
+// GET .../chat/stream with Last-Event-ID and with ?after_event_id=, and on
+// the run API. After done nothing more comes.
+func TestResumeEveryFrameHermes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
+	defer cancel()
+	up := toolRunUpstream(t)
+	base := serveUpstream(t, "openai="+up.BaseURL())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/sessions", strings.NewReader(`{"id":"hs-1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("create session: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	h, whole := postSSE(ctx, t, base, "/api/sessions/hs-1/chat/stream", `{"message":"Weather in Paris?"}`)
+	if !strings.Contains(string(whole), "event: tool.started") || !strings.Contains(string(whole), `"input_tokens":11`) ||
+		!strings.Contains(sseFrameIDs(whole)+" ", ".1 ") {
+		t.Fatalf("the stream has no tool call, no usage or no event of several frames:\n%s", whole)
+	}
+	get := func(t *testing.T, url, id string) []byte {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if id != "" {
+			req.Header.Set("Last-Event-ID", id)
+		}
+		return readSSEBody(t, req)
+	}
+	t.Run("Last-Event-ID", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole, func(t *testing.T, id string) []byte {
+			return get(t, base+"/api/sessions/hs-1/chat/stream", id)
+		})
+	})
+	t.Run("after_event_id", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole, func(t *testing.T, id string) []byte {
+			return get(t, base+"/api/sessions/hs-1/chat/stream?after_event_id="+id, "")
+		})
+	})
+	t.Run("run API", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+	})
+}
+
+// sseFrameIDs lists the ids of a stream's frames, space-separated.
+func sseFrameIDs(body []byte) string {
+	var ids []string
+	for _, f := range splitSSE(body) {
+		if id := sseFrameID(f); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return strings.Join(ids, " ")
+}

@@ -86,10 +86,18 @@ func names(frames []hermesFrame) string {
 // the session, the run, seq and ts.
 func checkFrames(t *testing.T, frames []hermesFrame, session, run string, first int64) {
 	t.Helper()
+	var last framePos
 	for i, f := range frames {
 		want := first + int64(i)
-		if f.seq() != want || f.ID != run+":"+strconv.FormatInt(want, 10) {
-			t.Errorf("frame %d %s: seq %d id %q, want seq %d", i, f.Name, f.seq(), f.ID, want)
+		if f.seq() != want {
+			t.Errorf("frame %d %s: seq %d, want seq %d", i, f.Name, f.seq(), want)
+		}
+		// The SSE id: a frame id of the run (its hub event's), each
+		// frame's its own, in order.
+		if r, pos, ok := parseFramePos(f.ID); !ok || r != run || i > 0 && !last.before(pos) {
+			t.Errorf("frame %d %s: id %q is not a frame id of %s after the frame before's", i, f.Name, f.ID, run)
+		} else {
+			last = pos
 		}
 		if f.str("session_id") != session || f.str("run_id") != run {
 			t.Errorf("frame %d %s: session %q run %q", i, f.Name, f.str("session_id"), f.str("run_id"))

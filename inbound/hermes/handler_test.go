@@ -137,6 +137,7 @@ func TestStreamAndRun(t *testing.T) {
 		t.Fatalf("%d %v", status, hdr)
 	}
 	run := hdr.Get("X-Run-Id")
+	whole := body
 	var names []string
 	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
 		lines := strings.Split(block, "\n")
@@ -162,9 +163,17 @@ func TestStreamAndRun(t *testing.T) {
 	if !strings.HasPrefix(body, "id: "+run+":1\nevent: run.started") {
 		t.Errorf("ahead cursor: %q", body)
 	}
-	_, _, body = do(t, "GET", base+"/v1/runs/"+run+"/events?after_event_id="+run+":6", "")
-	if !strings.HasPrefix(body, "id: "+run+":7\nevent: done") {
-		t.Errorf("after 6: %q", body)
+	// The id of run.completed, the frame before done: done alone follows;
+	// after done, nothing.
+	frames := strings.SplitAfter(whole, "\n\n")
+	completed := strings.TrimPrefix(strings.SplitN(frames[len(frames)-3], "\n", 2)[0], "id: ")
+	_, _, body = do(t, "GET", base+"/v1/runs/"+run+"/events?after_event_id="+completed, "")
+	if body != frames[len(frames)-2] || !strings.Contains(body, "event: done") {
+		t.Errorf("after run.completed (%s): %q", completed, body)
+	}
+	doneID := strings.TrimPrefix(strings.SplitN(frames[len(frames)-2], "\n", 2)[0], "id: ")
+	if _, _, body = do(t, "GET", base+"/api/sessions/s/chat/stream", "", "Last-Event-ID", doneID); body != "" {
+		t.Errorf("after done (%s): %q", doneID, body)
 	}
 	// Steer after the end, cancel after the end.
 	if s, _, b := do(t, "POST", base+"/v1/runs/"+run+"/steer", `{"text":"more"}`); s != 409 || !strings.Contains(b, "run_not_accepting_steer") {

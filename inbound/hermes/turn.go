@@ -207,22 +207,6 @@ func resumeCursor(r *http.Request) string {
 	return r.URL.Query().Get("after")
 }
 
-// parseCursor reads a cursor "<run_id>:<seq>" (or a bare seq) for run: a
-// foreign or unparseable cursor is 0, the start, never a skip.
-func parseCursor(c, run string) int64 {
-	if c == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(c, 10, 64); err == nil && n > 0 {
-		return n
-	}
-	id, seq, ok := bridge.ParseEventID(c)
-	if !ok || id != run {
-		return 0
-	}
-	return seq
-}
-
 // chatStream streams a turn. A request with a resume cursor (Last-Event-ID
 // or ?after_event_id=) that names a run of the session resumes that run's
 // stream instead of starting a turn.
@@ -253,7 +237,7 @@ func (h *Handler) chatStream(w http.ResponseWriter, r *http.Request) {
 	if run.LastSeq > 0 {
 		afterEvent = run.LastSeq
 	}
-	h.serveFrames(w, r, run, 0, afterEvent)
+	h.serveFrames(w, r, run, "", afterEvent)
 }
 
 // resumeStream is GET .../chat/stream: an EventSource reconnect.
@@ -269,7 +253,7 @@ func (h *Handler) resumeStream(w http.ResponseWriter, r *http.Request) {
 // resume streams the run the cursor names, after it; a cursor of no run
 // of this session replays the session's latest run from the start.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *session, c string) {
-	runID, _, ok := bridge.ParseEventID(c)
+	runID, _, _, ok := bridge.ParseFrameID(c)
 	var run *bridge.Run
 	if ok {
 		if rr, err := h.cfg.Engine.Run(r.Context(), runID); err == nil && rr.SessionID == s.id {
@@ -294,13 +278,13 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *session, c s
 		}
 		run = rr
 	}
-	h.serveFrames(w, r, run, parseCursor(c, run.ID), 0)
+	h.serveFrames(w, r, run, c, 0)
 }
 
 // ServeRunEvents implements runs.EventServer: GET /v1/runs/{id}/events of
 // a Hermes run, resumable with Last-Event-ID or ?after_event_id=.
 func (h *Handler) ServeRunEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run) {
-	h.serveFrames(w, r, run, parseCursor(resumeCursor(r), run.ID), 0)
+	h.serveFrames(w, r, run, resumeCursor(r), 0)
 }
 
 // ServeEvents implements inbound.Dialect: the frames of events.
@@ -308,36 +292,45 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	h.writeFrames(w, r, run, events, wire.StreamOptions{SessionID: run.SessionID, UserMessage: renderOf(run).UserMessage})
 }
 
-// serveFrames streams run's frames after frame seq after (and after the
-// frames of events up to afterEvent). Frame seqs depend on the events
-// only, so the run is re-encoded from its first event and the frames a
-// client has seen are skipped. A cursor past the end of a finished run
-// replays it from the start.
-func (h *Handler) serveFrames(w http.ResponseWriter, r *http.Request, run *bridge.Run, after, afterEvent int64) {
+// serveFrames streams run's frames after the client's cursor c (and after
+// the frames of events up to afterEvent). The run is encoded again from
+// its first event, so every frame has the seq and the id it had, and the
+// frames the client has are left out: those up to the frame c names (a
+// frame id, inbound.SkipFrames), or with a bare number c, those with seq
+// up to it. A cursor of no frame of the run, or ahead of its end, replays
+// it from the start (never a silent skip); the cursor of its last frame
+// gets nothing more.
+func (h *Handler) serveFrames(w http.ResponseWriter, r *http.Request, run *bridge.Run, c string, afterEvent int64) {
 	snap, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0)
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
-	opt := wire.StreamOptions{SessionID: run.SessionID, UserMessage: renderOf(run).UserMessage, After: after, AfterEvent: afterEvent}
-	if after > 0 && snap.Status.Terminal() {
-		// A finished run: a cursor past its end starts over.
-		var n countWriter
-		enc := wire.NewStreamEncoder(&n, wire.StreamOptions{})
-		_, evs, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0)
-		if err == nil {
-			for ev, err := range evs {
-				if err != nil {
-					break
+	opt := wire.StreamOptions{SessionID: run.SessionID, UserMessage: renderOf(run).UserMessage, AfterEvent: afterEvent}
+	var cur inbound.Cursor
+	if n, err := strconv.ParseInt(c, 10, 64); err == nil && n > 0 {
+		opt.After = n
+		if snap.Status.Terminal() {
+			// A finished run: a seq past its last frame starts over.
+			var n countWriter
+			enc := wire.NewStreamEncoder(&n, wire.StreamOptions{})
+			_, evs, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, 0)
+			if err == nil {
+				for ev, err := range evs {
+					if err != nil {
+						break
+					}
+					_ = enc.Encode(&ev)
 				}
-				_ = enc.Encode(&ev)
-			}
-			if after >= enc.Seq() {
-				opt.After = 0
+				if opt.After > enc.Seq() {
+					opt.After = 0
+				}
 			}
 		}
+	} else if cc, ok := inbound.ParseCursor(run.ID, c); ok && cc.Seq <= snap.LastSeq {
+		cur = cc
 	}
-	h.writeFrames(w, r, snap, events, opt)
+	h.writeFrames(inbound.SkipFrames(w, cur), r, snap, events, opt)
 }
 
 type countWriter struct{}

@@ -1,6 +1,7 @@
 package hermes
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -55,9 +56,14 @@ type StreamOptions struct {
 }
 
 // StreamEncoder writes a run's events as the session stream's frames
-// (hub -> wire), each with an SSE id "<run_id>:<seq>". seq counts frames
-// from 1 and depends only on the events, so a replay of the same events
-// numbers its frames the same. It is not safe for concurrent use.
+// (hub -> wire). Each frame's seq counts frames from 1 and depends only on
+// the events, so a replay of the same events numbers its frames the same.
+// Each frame has an SSE id of its own: the last frame of hub event N
+// bridge.EventID "<run_id>:N", the ones before it (message.started before
+// the first delta, assistant.completed, run.completed and done of a final)
+// bridge.FrameID "<run_id>:N.k"; so a resume from any frame's id, or from
+// a history's cursor, starts right after it. It is not safe for
+// concurrent use.
 type StreamEncoder struct {
 	w   io.Writer
 	opt StreamOptions
@@ -72,8 +78,10 @@ type StreamEncoder struct {
 	msgs     []json.RawMessage // this turn's transcript, for run.completed
 	usage    bridge.Usage
 	done     bool
-	written  int // frames written (not skipped)
-	buf      []byte
+	written  int    // frames written (not skipped)
+	buf      []byte // the frames of the event being encoded
+	seqs     []int64
+	ids      wire.FrameIDs
 	dropped  []string
 	fullText string
 	evSeq    int64 // seq of the event being encoded
@@ -106,12 +114,10 @@ func (e *StreamEncoder) drop(what string) {
 	e.dropped = append(e.dropped, what)
 }
 
-// frame writes one frame: fill adds the frame's own members.
+// frame adds one frame to the event's: fill adds the frame's own members.
+// Encode numbers the ids of the event's frames and writes them.
 func (e *StreamEncoder) frame(name string, ts time.Time, fill func(o *wire.ObjWriter)) error {
 	e.seq++
-	if e.seq <= e.opt.After || (e.evSeq > 0 && e.evSeq <= e.opt.AfterEvent) {
-		return nil
-	}
 	o := wire.NewObj()
 	if fill != nil {
 		fill(o)
@@ -121,19 +127,45 @@ func (e *StreamEncoder) frame(name string, ts time.Time, fill func(o *wire.ObjWr
 	o.Int("seq", e.seq)
 	o.Float("ts", unixSeconds(ts))
 	o.B = append(o.B, '}')
-	b := e.buf[:0]
+	b := e.buf
 	b = append(b, "id: "...)
-	b = append(b, bridge.EventID(e.runID, e.seq)...)
+	b = append(b, bridge.EventID(e.runID, e.evSeq)...)
 	b = append(b, "\nevent: "...)
 	b = append(b, name...)
 	b = append(b, "\ndata: "...)
 	b = append(b, o.B...)
 	b = append(b, "\n\n"...)
 	e.buf = b
-	e.written++
-	_, err := e.w.Write(b)
-	return err
+	e.seqs = append(e.seqs, e.seq)
+	return nil
 }
+
+// flush numbers the ids of the event's frames and writes them, but those
+// a resume skips (seq <= After, or an event <= AfterEvent): numbered with
+// the rest, so every frame keeps the id it had.
+func (e *StreamEncoder) flush() error {
+	if len(e.seqs) == 0 {
+		return nil
+	}
+	b := e.ids.Number(e.buf)
+	e.buf = b
+	skipEvent := e.evSeq > 0 && e.evSeq <= e.opt.AfterEvent
+	for _, seq := range e.seqs {
+		end := bytes.Index(b, frameEnd) + len(frameEnd)
+		f := b[:end]
+		b = b[end:]
+		if skipEvent || seq <= e.opt.After {
+			continue
+		}
+		e.written++
+		if _, err := e.w.Write(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var frameEnd = []byte("\n\n")
 
 func unixSeconds(t time.Time) float64 {
 	if t.IsZero() {
@@ -165,6 +197,15 @@ func (e *StreamEncoder) startMessage(ev *bridge.Event) error {
 // turn that sent the results sees a turn's whole shape), with a new
 // assistant message, seq counting on.
 func (e *StreamEncoder) Encode(ev *bridge.Event) error {
+	e.buf, e.seqs = e.buf[:0], e.seqs[:0]
+	err := e.encode(ev)
+	if werr := e.flush(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+func (e *StreamEncoder) encode(ev *bridge.Event) error {
 	e.evSeq = ev.Seq
 	if e.runID == "" {
 		e.runID = ev.RunID

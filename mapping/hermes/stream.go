@@ -63,6 +63,7 @@ type StreamDecoder struct {
 	index    int
 	pending  map[string][]string // tool name -> the agent's started call ids, oldest first
 	lastCall string
+	lastID   string // the SSE id of the last frame read
 	usage    bridge.Usage
 }
 
@@ -83,12 +84,16 @@ func (d *StreamDecoder) Seq() int64 {
 	return d.seq
 }
 
-// Cursor is the resume cursor after the last frame read, "<run_id>:<seq>"
-// (the form of a bridge's frame ids and of hermes-webui's after_event_id),
-// or "" before a frame named the run.
+// Cursor is the resume cursor after the last frame read: its SSE id, as
+// an EventSource resumes (a bridge's frame id, "<run_id>:<event>" or
+// "<run_id>:<event>.<k>"), else "<run_id>:<seq>" (hermes-webui's
+// after_event_id); "" before a frame named the run.
 func (d *StreamDecoder) Cursor() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.lastID != "" {
+		return d.lastID
+	}
 	if d.runID == "" {
 		return ""
 	}
@@ -106,8 +111,10 @@ func (d *StreamDecoder) Prime(runID string, events []bridge.Event) {
 	d.mu.Lock()
 	d.runID = runID
 	for _, ev := range events {
-		if n, err := strconv.ParseInt(ev.UpstreamID, 10, 64); err == nil && n > d.seq {
-			d.seq = n
+		if n, err := strconv.ParseInt(ev.UpstreamID, 10, 64); err == nil {
+			d.seq = max(d.seq, n)
+		} else if ev.UpstreamID != "" {
+			d.lastID = ev.UpstreamID // the frame's SSE id
 		}
 	}
 	d.mu.Unlock()
@@ -150,7 +157,8 @@ func DecodeStream(r io.Reader) bridge.Stream { return NewStreamDecoder(r).Events
 // agent; a bridge upstream's client_tool calls as the model's, for the
 // client to run), usage, and the final (run.completed, error as failed,
 // the input_required status as waiting for tool results). The stream ends
-// at done. Each event's UpstreamID is the frame's seq.
+// at done. Each event's UpstreamID is the frame's SSE id, or its seq when
+// it has none.
 func (d *StreamDecoder) Events() bridge.Stream { return d.Read(d.r) }
 
 // Read yields the events of r's frames, going on from what the decoder has
@@ -163,8 +171,12 @@ func (d *StreamDecoder) Read(r io.Reader) bridge.Stream {
 		if d.pending == nil {
 			d.pending = map[string][]string{}
 		}
+		var id string // the SSE id of the frame being read
 		emit := func(ev bridge.Event, p *framePayload) bool {
-			ev.UpstreamID = strconv.FormatInt(p.Seq, 10)
+			ev.UpstreamID = id
+			if id == "" {
+				ev.UpstreamID = strconv.FormatInt(p.Seq, 10)
+			}
 			return yield(ev, nil)
 		}
 		for {
@@ -198,6 +210,12 @@ func (d *StreamDecoder) Read(r io.Reader) bridge.Stream {
 			}
 			if p.Seq > 0 {
 				d.seq = p.Seq
+			}
+			// The frame's SSE id is the cursor when it names the run (a
+			// bridge's frame id, hermes-webui's run_id:seq).
+			id = ""
+			if r, _, _, ok := bridge.ParseFrameID(sse.ID); ok && r == d.runID {
+				id, d.lastID = sse.ID, sse.ID
 			}
 			d.mu.Unlock()
 			switch sse.Name {
