@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,7 +239,8 @@ var hermesFrameNames = map[string]bool{
 
 // validateHermesStream checks a session stream and folds it into obs:
 // each frame is event: <name> + one data line with session_id, run_id (the
-// run's), seq and ts; its SSE id is run_id:seq; seqs count on by one; done
+// run's), seq and ts; its SSE id is a frame id of the run (bridge.EventID
+// or bridge.FrameID), each frame's its own; seqs count on by one; done
 // ends a complete stream (a run that waits for tool results ends a segment
 // with done, and its continuation counts on).
 func validateHermesStream(t *testing.T, obs *observation, complete bool) {
@@ -253,7 +253,11 @@ func validateHermesStream(t *testing.T, obs *observation, complete bool) {
 func checkHermesStream(obs *observation, complete bool) []string {
 	var errs []string
 	errorf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	var prev int64
+	var (
+		prev       int64
+		lastPos    framePos
+		lastIDSeen bool
+	)
 	done := false
 	for i, f := range obs.frames {
 		if done {
@@ -290,8 +294,12 @@ func checkHermesStream(obs *observation, complete bool) []string {
 		if p.RunID != obs.runID || p.SessionID == "" || p.TS == nil {
 			errorf("frame %d: run %q (want %q), session %q, ts %v", i+1, p.RunID, obs.runID, p.SessionID, p.TS)
 		}
-		if !f.hasID || f.id != p.RunID+":"+strconv.FormatInt(p.Seq, 10) {
-			errorf("frame %d: SSE id %q for seq %d", i+1, f.id, p.Seq)
+		// The SSE id: a frame id of the run, each frame's its own, in
+		// order (its hub event's; the seq counts frames).
+		if r, pos, ok := parseFramePos(f.id); !f.hasID || !ok || r != p.RunID || lastIDSeen && !lastPos.before(pos) {
+			errorf("frame %d: SSE id %q is not a frame id of run %s after %v", i+1, f.id, p.RunID, lastPos)
+		} else {
+			lastPos, lastIDSeen = pos, true
 		}
 		if prev != 0 && p.Seq != prev+1 {
 			errorf("frame %d: seq %d after %d", i+1, p.Seq, prev)
