@@ -132,6 +132,15 @@ func convReply(n int, body []byte) openaitest.Reply {
 	if k := len(req.Messages); k > 0 {
 		role, text = req.Messages[k-1].Role, contentText(req.Messages[k-1].Content)
 	}
+	// A fresh upstream context seeded with a kept transcript (regenerate
+	// over a stateful upstream) carries the earlier turns as text before
+	// the prompt: the prompt is the last line, from its "say:" on.
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	if i := strings.LastIndex(text, "say:"); i > 0 {
+		text = text[i:]
+	}
 	c := &openaitest.Chunks{ID: "chatcmpl-conv-" + strconv.Itoa(n), Model: convModelName}
 	switch {
 	case role == "tool":
@@ -158,6 +167,17 @@ type chain struct {
 	back     string // the second bridge's base URL ("" when none)
 	model    *convModel
 	adkURL   string // the ADK api_server (over adk-server)
+}
+
+// toolTurn is a prompt that makes the upstream ask for a client tool,
+// the tool's name, and whether an answer is the one its result gets.
+func (c *chain) toolTurn(tag string) (prompt, tool string, answered func(string) bool) {
+	if c.adkURL != "" { // the agent's long-running client_weather
+		return "client:" + tag, "client_weather", func(a string) bool {
+			return strings.HasPrefix(a, "the tool said: ") && strings.Contains(a, "20C")
+		}
+	}
+	return "weather? " + tag, "weather", func(a string) bool { return a == convToolReply }
 }
 
 // answer is what the upstream answers prompt, the session's turn-th user

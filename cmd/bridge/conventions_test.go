@@ -73,27 +73,16 @@ type convGap struct {
 // reason starts with "not yet" waits for a feature issue 14 asks for.
 var convGaps = []convGap{
 	// Resume from every frame (issue 14, item 1).
-	{"a2a", "*", "resume", "not yet (issue 14 item 1): `tasks/resubscribe` after the final status-update's id answers a task " +
-		"snapshot instead of nothing"},
 	{"hermes", "*", "resume", "not yet (issue 14 item 1): `chat/stream` resumed after `done` replays the whole run"},
 
-	// Tool loops (items 5, 6).
+	// Tool loops: the A2A and ADK adapters send no tools.
 	{"a2a", "openai a2a adk hermes", "tool-loop", noClientTools("an A2A")},
 	{"adk", "openai a2a adk hermes", "tool-loop", noClientTools("an ADK")},
-	{"openai hermes", "adk-server", "tool-loop", "not yet: this case asks for the client's `weather` tool, which the scripted " +
-		"ADK agent does not have; its client tool is `client_weather` (\"client:<city>\", a long-running call), whose loop " +
-		"`TestToolLoopOverADK/real` runs"},
 
 	// Steer over an ADK api_server (item 8).
 	{"*", "adk-server", "steer", "cannot: the ADK api_server takes no input for a running invocation; the bridge sends the steer as " +
 		"the session's next turn once the answer is done, which the agent answers as a turn of its own; the run's `dropped` " +
 		"in the history says so (`steer:next_upstream_call`)"},
-
-	// Regenerate and edit (item 4).
-	{"*", "*", "regenerate", "not yet (issue 14 item 4): `X-Replace-From` is not read; the discarded turn stays in the " +
-		"history and in the upstream's context"},
-	{"*", "*", "edit", "not yet (issue 14 item 4): `X-Replace-From` is not read; the discarded turns stay in the " +
-		"history and in the upstream's context"},
 }
 
 func noClientTools(client string) string {
@@ -326,11 +315,11 @@ func caseToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, ta
 		return
 	}
 	s := a.session(ctx, t, c, tag)
-	prompt := "weather? " + tag
+	prompt, tool, answered := c.toolTurn(tag)
 	r1, f1 := convTurn(ctx, t, a, c, s, prompt, turnOpts{tools: true})
 	calls := tc.toolCalls(f1)
-	if len(calls) != 1 || calls[0].name != "weather" || calls[0].id == "" {
-		t.Fatalf("tool calls %v, want one weather call: %s", calls, rawOf(f1))
+	if len(calls) != 1 || calls[0].name != tool || calls[0].id == "" {
+		t.Fatalf("tool calls %v, want one %s call: %s", calls, tool, rawOf(f1))
 	}
 	results := []msg{{role: bridge.RoleAssistant, text: a.answer(f1), toolCalls: calls},
 		{role: bridge.RoleTool, toolCallID: calls[0].id, text: "20C"}}
@@ -338,8 +327,8 @@ func caseToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, ta
 	if r2 != r1 {
 		t.Errorf("the tool result's leg is run %s, want %s (one run for the turn)", r2, r1)
 	}
-	if got := a.answer(f2); got != convToolReply {
-		t.Errorf("answer %q, want %q", got, convToolReply)
+	if got := a.answer(f2); !answered(got) {
+		t.Errorf("answer %q, not the one to the tool's result", got)
 	}
 	if r := waitRunState(ctx, t, c.front, r1); r.Status != bridge.StatusCompleted {
 		t.Errorf("run %s: %s (%s), want completed", r1, r.Status, r.Reason)
@@ -381,40 +370,63 @@ func twoTurns(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	return s, q1, q2, r1, r2
 }
 
-// lastModelRequest checks the model's last request of the case's tag: its
-// user and assistant messages, in order.
-func checkLastModelRequest(t *testing.T, c *chain, tag string, want []msg) {
+// checkModelContext checks the model's last request of the case's tag:
+// written out as "role: text" lines (a seeded context's inlined turns
+// among them, in whatever frame the upstream's dialect puts them), it
+// holds each kept text once, in order, and no discarded text.
+func checkModelContext(t *testing.T, c *chain, tag string, kept, discarded []string) {
 	t.Helper()
 	if c.model == nil {
-		return
+		return // the ADK agent: its answer counts the turns it holds
 	}
 	reqs := c.model.requests(tag)
 	if len(reqs) == 0 {
 		t.Fatalf("the model got no request")
 	}
-	var got []string
+	var lines []string
 	for _, m := range reqs[len(reqs)-1].req.messages {
 		if m.role == bridge.RoleUser || m.role == bridge.RoleAssistant {
-			got = append(got, string(m.role)+": "+m.text)
+			lines = append(lines, string(m.role)+": "+m.text)
 		}
 	}
-	var w []string
-	for _, m := range want {
-		w = append(w, string(m.role)+": "+m.text)
+	flat := strings.Join(lines, "\n")
+	at := 0
+	for _, k := range kept {
+		if n := strings.Count(flat, k); n != 1 {
+			t.Errorf("the model's last request holds %q %d times, want once:\n%s", k, n, flat)
+			continue
+		}
+		i := strings.Index(flat, k)
+		if i < at {
+			t.Errorf("the model's last request holds %q out of order:\n%s", k, flat)
+		}
+		at = i
 	}
-	if !slices.Equal(got, w) {
-		t.Errorf("the model's last request holds\n  %q\nwant\n  %q", got, w)
+	for _, d := range discarded {
+		if strings.Contains(flat, d) {
+			t.Errorf("the model's last request holds the discarded %q:\n%s", d, flat)
+		}
 	}
 }
 
 func caseRegenerate(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
 	s, q1, q2, r1, r2 := twoTurns(ctx, t, a, c, tag)
+	a1, a2 := c.answer(q1, 1), c.answer(q2, 2)
 	r3, f3 := convTurn(ctx, t, a, c, s, q2, turnOpts{replaceFrom: r2, transcript: slices.Clone(s.transcript[:2])})
 	if r3 == r2 || r3 == r1 {
 		t.Errorf("the regenerated turn is run %s, want a new run", r3)
 	}
-	if got, want := a.answer(f3), c.answer(q2, 2); got != want {
-		t.Errorf("answer %q, want %q", got, want)
+	a3 := a.answer(f3)
+	if c.adkURL != "" {
+		// The agent counts the user turns its session holds: the second
+		// turn again (its session rewound), or the first of a fresh
+		// session seeded with the kept turns; never a third.
+		seeded := strings.HasPrefix(a3, "turn 1: ") && strings.HasSuffix(a3, q2) && strings.Contains(a3, q1) && strings.Contains(a3, a1)
+		if a3 != a2 && !seeded {
+			t.Errorf("answer %q, want %q, or the first turn of a session seeded with the kept one", a3, a2)
+		}
+	} else if a3 != a2 {
+		t.Errorf("answer %q, want %q", a3, a2)
 	}
 	h := a.history(ctx, t, c, s)
 	if !slices.Equal(h.runIDs(), []string{r1, r3}) {
@@ -423,10 +435,10 @@ func caseRegenerate(ctx context.Context, t *testing.T, a convAdapter, c *chain, 
 	if got := h.texts(bridge.RoleUser); !slices.Equal(got, []string{q1, q2}) {
 		t.Errorf("history user messages %q, want %q", got, []string{q1, q2})
 	}
-	if got, want := h.texts(bridge.RoleAssistant), []string{c.answer(q1, 1), c.answer(q2, 2)}; !slices.Equal(got, want) {
+	if got, want := h.texts(bridge.RoleAssistant), []string{a1, a3}; !slices.Equal(got, want) {
 		t.Errorf("history answers %q, want %q", got, want)
 	}
-	checkLastModelRequest(t, c, tag, []msg{userMsg(q1), {role: bridge.RoleAssistant, text: c.answer(q1, 1)}, userMsg(q2)})
+	checkModelContext(t, c, tag, []string{"user: " + q1, "assistant: " + a1, q2}, []string{"assistant: " + a2})
 }
 
 func caseEdit(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
@@ -446,7 +458,7 @@ func caseEdit(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	if got := h.texts(bridge.RoleUser); !slices.Equal(got, []string{q}) {
 		t.Errorf("history user messages %q, want %q", got, []string{q})
 	}
-	checkLastModelRequest(t, c, tag, []msg{userMsg(q)})
+	checkModelContext(t, c, tag, []string{q}, []string{"first " + tag, "second " + tag})
 }
 
 func caseSteer(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
