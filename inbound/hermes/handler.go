@@ -193,7 +193,8 @@ func (h *Handler) capabilities(w http.ResponseWriter, r *http.Request) {
 			"session_list": true, "session_create": true, "session_get": true, "session_update": true,
 			"session_delete": true, "session_messages": true, "session_fork": true, "session_chat": true,
 			"session_chat_stream": true, "session_stream_resume": true,
-			"client_tools": true, // tools in a turn body, and their results as tool messages
+			"client_tools":         true, // tools in a turn body, and their results as tool messages
+			"conversation_history": true, // on the session chat too, not only on /v1/runs
 		},
 		"endpoints": map[string]string{
 			"runs": "/v1/runs", "run": "/v1/runs/{run_id}", "run_events": "/v1/runs/{run_id}/events",

@@ -51,7 +51,7 @@ type Client struct {
 	root string
 
 	mu    sync.Mutex
-	tools *bool // whether the server takes client tools, once asked
+	feats *features // what the server takes, once asked
 }
 
 var (
@@ -125,39 +125,46 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body any, ac
 	return resp, nil
 }
 
-// clientTools reports whether the server takes the client's tools and
-// their results (a bridge's Hermes API does, and says so in
-// /v1/capabilities as features.client_tools; Hermes' agent runs only its
-// own). The answer is asked once; a server that does not answer is asked
-// again next time.
-func (c *Client) clientTools(ctx context.Context) bool {
+// features are what a server says it takes beyond Hermes' own API.
+type features struct {
+	// tools: the client's tools in a turn body and their results as tool
+	// messages (client_tools; Hermes' agent runs only its own).
+	tools bool
+	// history: a turn body's conversation_history, the transcript a fresh
+	// session starts from (conversation_history; Hermes takes it on
+	// /v1/runs only, so its session chat gets earlier turns as text).
+	history bool
+}
+
+// features asks the server's /v1/capabilities once what it takes (a
+// bridge's Hermes API says client_tools and conversation_history). A
+// server that answers none of it takes neither; one that does not answer
+// is asked again next time.
+func (c *Client) features(ctx context.Context) features {
 	c.mu.Lock()
-	known := c.tools
+	known := c.feats
 	c.mu.Unlock()
 	if known != nil {
 		return *known
 	}
+	var f features
 	resp, err := c.do(ctx, http.MethodGet, "/v1/capabilities", nil, "application/json")
 	if err != nil {
 		if !refused(err) {
-			return false // not an answer: ask again next time
+			return f // not an answer: ask again next time
 		}
-		v := false
-		c.mu.Lock()
-		c.tools = &v
-		c.mu.Unlock()
-		return false
+	} else {
+		var caps struct {
+			Features map[string]bool `json:"features"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&caps)
+		resp.Body.Close()
+		f = features{tools: caps.Features["client_tools"], history: caps.Features["conversation_history"]}
 	}
-	defer resp.Body.Close()
-	var caps struct {
-		Features map[string]bool `json:"features"`
-	}
-	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&caps)
-	v := caps.Features["client_tools"]
 	c.mu.Lock()
-	c.tools = &v
+	c.feats = &f
 	c.mu.Unlock()
-	return v
+	return f
 }
 
 // session returns the upstream session of the local one, creating it
@@ -191,12 +198,13 @@ func (c *Client) session(ctx context.Context, local string, renew bool) (remote 
 
 // turn builds the chat body: the new input (what follows the transcript's
 // last assistant message), the leading system messages as system_message,
-// and, for a fresh upstream session, earlier turns carried in the message
-// as text. With tools (a server that takes the client's, tools says so),
-// the request's tools go along, and new input that is only tool results
-// goes as a list of tool messages: the upstream run that asked for them
-// goes on.
-func turn(req *bridge.Request, fresh, tools bool, model string) (body map[string]any, dropped []string) {
+// and, for a fresh upstream session, earlier turns as conversation_history
+// where the server takes it, else carried in the message as text. Where
+// the server takes the client's tools, the request's tools go along, and
+// new input that is only tool results goes as a list of tool messages: the
+// upstream run that asked for them goes on.
+func turn(req *bridge.Request, fresh bool, f features, model string) (body map[string]any, dropped []string) {
+	tools := f.tools
 	msgs := req.Messages
 	var system []string
 	for len(msgs) > 0 && (msgs[0].Role == bridge.RoleSystem || msgs[0].Role == bridge.RoleDeveloper) {
@@ -234,7 +242,9 @@ func turn(req *bridge.Request, fresh, tools bool, model string) (body map[string
 		return body, dropped
 	}
 	var text strings.Builder
-	if fresh && start > 0 {
+	if fresh && start > 0 && f.history {
+		body["conversation_history"] = historyJSON(msgs[:start])
+	} else if fresh && start > 0 {
 		text.WriteString("Earlier in this conversation:\n")
 		for _, m := range msgs[:start] {
 			switch m.Role {
@@ -266,6 +276,34 @@ func turn(req *bridge.Request, fresh, tools bool, model string) (body map[string
 	}
 	body["message"] = text.String()
 	return body, dropped
+}
+
+// historyJSON is a transcript as conversation_history: messages in the
+// OpenAI shape (text content, tool calls, tool results).
+func historyJSON(msgs []bridge.Message) []map[string]any {
+	out := make([]map[string]any, 0, len(msgs))
+	for _, m := range msgs {
+		o := map[string]any{"role": string(m.Role)}
+		if m.Role == bridge.RoleDeveloper {
+			o["role"] = string(bridge.RoleSystem)
+		}
+		if t := m.Text(); t != "" || len(m.ToolCalls) == 0 {
+			o["content"] = t
+		}
+		if m.ToolCallID != "" {
+			o["tool_call_id"] = m.ToolCallID
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]map[string]any, 0, len(m.ToolCalls))
+			for _, tc := range m.ToolCalls {
+				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
+					"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+			}
+			o["tool_calls"] = calls
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // toolsJSON is tools in the OpenAI function shape the bridge's Hermes API
@@ -303,8 +341,11 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil {
 		return nil, err
 	}
-	tools := (len(req.Tools) > 0 || endsWithResults(req.Messages)) && c.clientTools(ctx)
-	body, dropped := turn(req, fresh, tools, c.cfg.Model)
+	var f features
+	if len(req.Tools) > 0 || endsWithResults(req.Messages) || fresh && hasEarlier(req.Messages) {
+		f = c.features(ctx)
+	}
+	body, dropped := turn(req, fresh, f, c.cfg.Model)
 	if empty(body) {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "nothing to send to the Hermes agent: the turn has no user text")
 	}
@@ -313,7 +354,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil && bridge.AsError(err).UpstreamCode == wire.CodeSessionNotFound && !fresh {
 		// The upstream forgot the session: a new one, with the turns so far.
 		if k.session, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
-			body, dropped = turn(req, true, tools, c.cfg.Model)
+			body, dropped = turn(req, true, c.features(ctx), c.cfg.Model)
 			err = k.post(body)
 		}
 	}
@@ -321,6 +362,12 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		return nil, err
 	}
 	return k.call(dropped), nil
+}
+
+// hasEarlier reports whether msgs hold a turn before the new input (an
+// assistant message).
+func hasEarlier(msgs []bridge.Message) bool {
+	return slices.ContainsFunc(msgs, func(m bridge.Message) bool { return m.Role == bridge.RoleAssistant })
 }
 
 // endsWithResults reports whether msgs end with tool results.

@@ -416,3 +416,30 @@ func TestClientSettleAfterRestart(t *testing.T) {
 		t.Errorf("final %+v dropped %q", f, call.Dropped)
 	}
 }
+
+// TestClientHistory: a fresh upstream session of a server that takes
+// conversation_history (a bridge) starts from the earlier turns as
+// messages, and the turn's message is only the new input; nothing is
+// dropped.
+func TestClientHistory(t *testing.T) {
+	srv := hermestest.New()
+	defer srv.Close()
+	srv.Features = map[string]bool{"conversation_history": true}
+	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{
+		user("hi"), {Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("hello")}}, user("more")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(t, call); err != nil {
+		t.Fatal(err)
+	}
+	chats, _, _ := srv.Snapshot()
+	h, _ := chats[0]["conversation_history"].([]any)
+	if chats[0]["message"] != "more" || len(h) != 2 || len(call.Dropped) != 0 {
+		t.Fatalf("chat %v, dropped %q", chats[0], call.Dropped)
+	}
+	if m := h[1].(map[string]any); m["role"] != "assistant" || m["content"] != "hello" {
+		t.Errorf("history %v", h)
+	}
+}

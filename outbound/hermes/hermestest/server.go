@@ -40,6 +40,9 @@ type Server struct {
 	// CutAfter, when positive, drops the connection of the first chat
 	// stream after that many frames (the turn goes on).
 	CutAfter int
+	// Features are added to the features /v1/capabilities lists (a
+	// bridge's client_tools, conversation_history).
+	Features map[string]bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -83,6 +86,7 @@ func New() *Server {
 	mux.HandleFunc("POST /api/sessions/{id}/chat/stream", s.chatStream)
 	mux.HandleFunc("GET /api/sessions/{id}/chat/stream", s.resumeStream)
 	mux.HandleFunc("GET /v1/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("POST /v1/runs/{id}/stop", s.stop)
 	mux.HandleFunc("POST /v1/runs/{id}/steer", s.steer)
 	s.Server = httptest.NewServer(s.auth(mux))
@@ -355,6 +359,15 @@ func (s *Server) turn(sess *session, ru *run, msg string, n int) {
 	s.mu.Unlock()
 	frame("run.completed", map[string]any{"message_id": mid, "completed": true, "messages": messages,
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+}
+
+// capabilities is GET /v1/capabilities.
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+	f := map[string]bool{"session_chat_stream": true, "run_status": true, "run_stop": true}
+	for k, v := range s.Features {
+		f[k] = v
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "hermes.api_server.capabilities", "platform": "hermes-agent", "features": f})
 }
 
 // getRun is GET /v1/runs/{id}: the run's status.
