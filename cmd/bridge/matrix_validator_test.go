@@ -35,7 +35,9 @@ func grammarStream() []string {
 		grammarChunk(5, grammarDelta(`"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":"{"}}]`, "null")),
 		grammarChunk(6, grammarDelta(`"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]`, "null")),
 		grammarChunk(7, grammarDelta(`"tool_calls":[{"index":1,"function":{"arguments":"}"}}]`, "null")),
-		grammarChunk(9, grammarDelta(``, `"tool_calls"`)),
+		// The final's two frames: the finish chunk its first (run:N.1), the
+		// usage chunk its last (run:N).
+		strings.Replace(grammarChunk(9, grammarDelta(``, `"tool_calls"`)), "id: run_g:9\n", "id: run_g:9.1\n", 1),
 		grammarUsage,
 		"data: [DONE]\n\n",
 	}
@@ -100,7 +102,7 @@ func TestChatStreamGrammar(t *testing.T) {
 		{name: "no id", break_: replace(1, "id: run_g:3\n", ""), want: "id lines"},
 		{name: "two ids", break_: replace(1, "id: run_g:3\n", "id: run_g:3\nid: run_g:3\n"), want: "id lines"},
 		{name: "another run's id", break_: replace(1, "run_g:3", "run_h:3"), want: "not an event id"},
-		{name: "seq goes back", break_: replace(3, "run_g:5", "run_g:3"), want: "seq"},
+		{name: "seq goes back", break_: replace(3, "run_g:5", "run_g:3"), want: "does not follow"},
 		{name: "two data lines", break_: replace(1, "data: {", "data: {}\ndata: {"), want: "data lines"},
 		{name: "an event line", break_: replace(1, "data: {", "event: chunk\ndata: {"), want: "other than id and data"},
 		{name: "wrong object", break_: replace(1, "chat.completion.chunk", "chat.completion"), want: "object"},
