@@ -528,3 +528,61 @@ func TestVersion10(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestToolResultsContinueTask: a task stops input-required with the
+// model's function call; a message with its taskId and one
+// function_response part continues the same task and run, and the model
+// gets the result as a tool result. Results that answer no call are
+// -32602; a message to the task once it ended is -32004.
+func TestToolResultsContinueTask(t *testing.T) {
+	up := &bridgetest.Upstream{Script: func(n int, _ *bridge.Request) []bridge.Event {
+		if n == 0 {
+			return []bridge.Event{
+				{Kind: bridge.KindMessageStarted},
+				{Kind: bridge.KindToolCallStarted, ToolCall: &bridge.ToolCall{ID: "call_1", Name: "weather"}},
+				{Kind: bridge.KindToolCallDone, ToolCall: &bridge.ToolCall{ID: "call_1", Name: "weather", Arguments: `{"city":"Paris"}`}},
+				{Kind: bridge.KindMessageDone},
+				{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusInputRequired, StopReason: bridge.StopToolUse}},
+			}
+		}
+		return text("sunny it is")
+	}}
+	s := newServer(t, up)
+	task, ctxID := s.send(t, "weather?")
+	if r, _ := s.engine.Run(t.Context(), task); r.Status != bridge.StatusInputRequired {
+		t.Fatalf("task %s: %s, want input_required", task, r.Status)
+	}
+	answer := func(id, callID string) string {
+		_, body := s.post(t, `{"jsonrpc":"2.0","id":"`+id+`","method":"message/stream","params":{"message":{"kind":"message","messageId":"`+id+
+			`","role":"user","taskId":"`+task+`","contextId":"`+ctxID+`","parts":[{"kind":"data","data":{"id":"`+callID+
+			`","name":"weather","response":{"result":"sunny"}},"metadata":{"adk_type":"function_response"}}]}}}`)
+		return body
+	}
+	if body := answer("bad", "call_9"); !strings.Contains(body, `"code":-32602`) {
+		t.Errorf("a result for no call: %s", body)
+	}
+	_, frames := sseData(t, answer("good", "call_1"))
+	all := strings.Join(frames, "\n")
+	if !strings.Contains(all, `"text":"sunny"`) || !strings.Contains(all, `"state":"completed"`) || strings.Contains(all, `"state":"input-required"`) {
+		t.Errorf("the continued task's stream:\n%s", all)
+	}
+	for _, f := range frames {
+		if strings.Contains(f, `"taskId"`) && !strings.Contains(f, `"taskId":"`+task+`"`) {
+			t.Errorf("a frame of another task: %s", f)
+		}
+	}
+	reqs := up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls %d, want 2", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != bridge.RoleTool || last.ToolCallID != "call_1" || last.Text() != "sunny" {
+		t.Errorf("the model's second call ends with %+v, want the tool result", last)
+	}
+	if r, _ := s.engine.Run(t.Context(), task); r.Status != bridge.StatusCompleted {
+		t.Errorf("task %s: %s, want completed", task, r.Status)
+	}
+	if body := answer("late", "call_1"); !strings.Contains(body, `"code":-32004`) {
+		t.Errorf("a message to the ended task: %s", body)
+	}
+}
