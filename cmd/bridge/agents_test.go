@@ -704,3 +704,45 @@ func TestStopOverRealADK(t *testing.T) {
 		}
 	}
 }
+
+// TestSteerOverA2AAgent: an a2a-go agent takes no message for a running
+// task (its server answers an error), so a steer waits for the task to
+// end and goes to the same context as the next message, in the same front
+// run; the run's history says the steer did not join the upstream turn.
+func TestSteerOverA2AAgent(t *testing.T) {
+	agent := a2atest.New(func(n int, m *a2asdk.Message) a2atest.Reply {
+		if n == 0 {
+			return a2atest.Reply{Chunks: words("a", 20), Delay: 15 * time.Millisecond}
+		}
+		return a2atest.Reply{Chunks: []string{"steered"}}
+	})
+	t.Cleanup(agent.Close)
+	front := a2aUpstreamBridge(t, agent.URL, "")
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	run, text := midStream(t, ctx, front, "agent", "steer-a2a-agent", "go", 4, func(run string) {
+		if c := postRun(t, ctx, front, run, "steer", `{"input":"and also this"}`); c != 200 {
+			t.Errorf("steer: %d", c)
+		}
+	})
+	if !strings.HasSuffix(text, "steered") {
+		t.Errorf("front answer %q, want the steered answer at its end", text)
+	}
+	if r := waitStatus(t, ctx, front, run); r["status"] != "completed" {
+		t.Errorf("front run %v", r)
+	}
+	got := agent.Received()
+	if len(got) < 2 || got[len(got)-1].Text != "and also this" || got[len(got)-1].ContextID != got[0].ContextID {
+		t.Fatalf("the agent got %+v, want the steer as the next message of the context", got)
+	}
+	var fh struct {
+		Runs []struct {
+			ID      string   `json:"id"`
+			Dropped []string `json:"dropped"`
+		} `json:"runs"`
+	}
+	adkJSON(t, ctx, "GET", front+"/v1/sessions/steer-a2a-agent/history?format=openai", "", 200, &fh)
+	if len(fh.Runs) != 1 || !strings.Contains(strings.Join(fh.Runs[0].Dropped, ","), "steer:next_upstream_call") {
+		t.Errorf("front history runs %+v, want one run that says its steer went to the next upstream call", fh.Runs)
+	}
+}

@@ -668,9 +668,10 @@ func (k *call) cancel(ctx context.Context) error {
 // steer is the call's own steer: the user's message sent to the working
 // task (message/send with its taskId, not blocking), which an agent that
 // accepts more input for a task in progress (a bridge does) takes into
-// the same turn. An agent that refuses it (the task ended, or it takes no
-// input while working) answers an error: CodeConflict, the steer is
-// reported back to the client.
+// the same turn. An agent that refuses it (a2a-go's server takes no
+// message for a running task) answers an error: CodeUnsupported, and the
+// engine keeps the steer for one more call after this one, in the same
+// run, which records that the steer did not join the upstream's turn.
 func (k *call) steer(ctx context.Context, m bridge.Message) error {
 	id, _ := k.taskID.Load().(string)
 	if id == "" {
@@ -702,6 +703,6 @@ func (k *call) steer(ctx context.Context, m bridge.Message) error {
 		return nil
 	}
 	e := wire.DecodeError(resp.StatusCode, b)
-	return &bridge.Error{Code: bridge.CodeConflict, Message: "upstream " + k.c.cfg.Name + " did not take the steer: " + e.Message,
+	return &bridge.Error{Code: bridge.CodeUnsupported, Message: "upstream " + k.c.cfg.Name + " did not take the steer: " + e.Message,
 		Dialect: e.Dialect, UpstreamCode: e.UpstreamCode}
 }
