@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		}
 		byName[d.Name()] = d
 		for _, p := range d.Routes() {
-			mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, d.WriteError, authenticate(keys, d.Name(), d.WriteError), d))
+			mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, d.WriteError, authenticate(keys, d.Name(), d.WriteError), inbound.CheckIDs(d.WriteError, d)))
 		}
 		m.routes = append(m.routes, d.Routes()...)
 		if pd, ok := d.(interface{ PublicRoutes() []string }); ok { // an A2A agent card needs no key
@@ -206,7 +206,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	def := served[0] // the run API answers in the first row's errors (openai)
 	ra := runs.New(runs.Config{Engine: engine, Default: def, Dialects: byName, Create: create})
 	for _, p := range ra.Routes() {
-		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, authenticate(keys, "", def.WriteError), ra))
+		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, authenticate(keys, "", def.WriteError), inbound.CheckIDs(def.WriteError, ra)))
 	}
 	m.routes = append(m.routes, ra.Routes()...)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

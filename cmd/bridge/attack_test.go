@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
@@ -616,3 +619,90 @@ func TestAttackSmallInputs(t *testing.T) {
 		}
 	}
 }
+
+// badIDs are client-given ids the bridge refuses, as they go in a URL
+// path (escaped) and as they are.
+var badIDs = []struct{ name, escaped, raw string }{
+	{"257 bytes", strings.Repeat("a", 257), strings.Repeat("a", 257)},
+	{"200,000 bytes", strings.Repeat("b", 200000), strings.Repeat("b", 200000)},
+	{"NUL", "x%00y", "x\x00y"},
+	{"CR LF", "x%0D%0ASet-Cookie:%20a=b", "x\r\nSet-Cookie: a=b"},
+	{"C1 control (NEL)", "x%C2%85y", "x\u0085y"},
+	{"invalid UTF-8", "x%FFy", "x\xffy"},
+}
+
+// TestAttackClientIDs: every client-given id (each path wildcard of every
+// route in the route table, the id headers, an A2A contextId, an ADK
+// sessionId) longer than 256 bytes or holding a control character is a
+// 400 in the caller's dialect, never a 404, a 500, or an id stored.
+func TestAttackClientIDs(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "k1")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	m := startMain(t, defaultConfig())
+	base := "http://" + m.Addr()
+
+	// Path wildcards, from the route table.
+	for _, route := range m.Endpoints() {
+		method, pattern, _ := strings.Cut(route, " ")
+		if !strings.Contains(pattern, "{") {
+			continue
+		}
+		for _, bad := range badIDs {
+			if len(bad.raw) > 8000 { // over Go's request-line limit on its own; the header cases carry it
+				continue
+			}
+			count.add("path-id")
+			path := wildcardRe.ReplaceAllString(pattern, bad.escaped)
+			status, body := do(t, method, base+path, "k1", "{}")
+			if status != http.StatusBadRequest {
+				t.Errorf("%s %s with a %s id: %d, want 400: %.200s", method, pattern, bad.name, status, body)
+			}
+		}
+	}
+	// Id headers (Go's client refuses CR LF and NUL in a header; the
+	// server would too, with its own 400).
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses"} {
+		for _, h := range []string{"X-Session-Id", "X-Client-Run-Id"} {
+			for _, bad := range badIDs {
+				if strings.ContainsAny(bad.raw, "\x00\r\n") {
+					continue
+				}
+				count.add("header-id")
+				body := `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"input":"hi"}`
+				resp, got := call(t, "POST", base+path, "k1", body, h, bad.raw)
+				if resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("%s %s: %s: %d, want 400: %.200s", path, h, bad.name, resp.StatusCode, got)
+				}
+			}
+		}
+	}
+	// Ids in bodies (JSON carries no invalid UTF-8: the encoder makes it
+	// U+FFFD, a printable character).
+	for _, bad := range badIDs {
+		if !utf8.ValidString(bad.raw) {
+			continue
+		}
+		count.add("a2a-contextId")
+		id, _ := json.Marshal(bad.raw)
+		send := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","contextId":` +
+			string(id) + `,"parts":[{"kind":"text","text":"hi"}]}}}`
+		_, got := do(t, "POST", base+"/a2a", "k1", send)
+		if !strings.Contains(got, `"code":-32602`) {
+			t.Errorf("a2a contextId %s: want an invalid-params error: %.300s", bad.name, got)
+		}
+		count.add("adk-sessionId")
+		status, got := do(t, "POST", base+"/apps/echo/users/u/sessions", "k1", `{"sessionId":`+string(id)+`}`)
+		if status != http.StatusBadRequest {
+			t.Errorf("adk sessionId %s: %d, want 400: %.200s", bad.name, status, got)
+		}
+		count.add("adk-run-sessionId")
+		status, got = do(t, "POST", base+"/run", "k1", `{"appName":"echo","userId":"u","sessionId":`+string(id)+
+			`,"newMessage":{"role":"user","parts":[{"text":"hi"}]}}`)
+		if status != http.StatusBadRequest {
+			t.Errorf("adk /run sessionId %s: %d, want 400: %.200s", bad.name, status, got)
+		}
+	}
+}
+
+var wildcardRe = regexp.MustCompile(`\{[^}]*\}`)

@@ -313,6 +313,9 @@ func (h *Handler) start(ctx context.Context, p *wire.SendParams, replaceFrom str
 	if m.Role != a2asdk.MessageRoleUser {
 		return nil, 0, wire.ErrInvalidParams("params.message.role: a client's message has role user")
 	}
+	if !inbound.ValidID(m.ContextID) || !inbound.ValidID(string(m.TaskID)) {
+		return nil, 0, wire.ErrInvalidParams("params.message.contextId and taskId: at most 256 bytes of printable characters, no control characters")
+	}
 	session := m.ContextID
 	var results []bridge.Message
 	if m.TaskID != "" {

@@ -208,6 +208,9 @@ func (h *Handler) sessionBody(w http.ResponseWriter, r *http.Request, bareState 
 		if v, ok := o[k]; ok && json.Unmarshal(v, &id) != nil {
 			return "", nil, bridge.Errorf(bridge.CodeInvalid, "%s: expected a string", k)
 		}
+		if err := inbound.CheckID(k, id); err != nil {
+			return "", nil, err
+		}
 	}
 	state := o["state"]
 	if len(state) == 0 && bareState && len(o) > 0 {
@@ -272,6 +275,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.WriteError(w, err)
 		return
+	}
+	for _, id := range [][2]string{{"appName", req.AppName}, {"userId", req.UserID}, {"sessionId", req.SessionID}} {
+		if err := inbound.CheckID(id[0], id[1]); err != nil {
+			h.WriteError(w, err)
+			return
+		}
 	}
 	rec, err := h.find(ctx, req.AppName, req.UserID, req.SessionID)
 	if err != nil {
