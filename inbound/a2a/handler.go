@@ -719,6 +719,10 @@ func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge
 			}
 			continue
 		}
+		if stepEnd(run, &ev) {
+			e.Skip(&ev)
+			continue
+		}
 		if e.Encode(&ev) != nil {
 			return // the client went away; a detached run goes on
 		}
@@ -730,6 +734,17 @@ func (h *Handler) follow(ctx context.Context, e *wire.StreamEncoder, run *bridge
 		// the final frame has had the whole stream: nothing follows.
 		_ = e.WriteTask("", nil)
 	}
+}
+
+// stepEnd reports whether ev is the final event of an earlier step of run
+// (it waited for the client's tool results, then went on), not the task's
+// outcome: a final committed when run was read (its seq at most
+// run.LastSeq) while the run is running again, or before its last final.
+// A replay from before it folds it and goes on, rather than end the task
+// input-required.
+func stepEnd(run *bridge.Run, ev *bridge.Event) bool {
+	return ev.Kind == bridge.KindFinal && ev.Seq <= run.LastSeq &&
+		(run.Status == bridge.StatusRunning || ev.Seq < run.LastSeq)
 }
 
 // cursor parses a resume cursor of run: "" is the start; a frame id
@@ -782,12 +797,21 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		}
 		return
 	}
-	if e.Encode(&first) != nil {
+	if stepEnd(run, &first) {
+		e.Skip(&first)
+	} else if e.Encode(&first) != nil {
 		return
 	}
 	for !e.Done() {
 		ev, err, ok := next()
-		if !ok || err != nil || e.Encode(&ev) != nil {
+		if !ok || err != nil {
+			return
+		}
+		if stepEnd(run, &ev) {
+			e.Skip(&ev)
+			continue
+		}
+		if e.Encode(&ev) != nil {
 			return
 		}
 	}

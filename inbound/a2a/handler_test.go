@@ -585,4 +585,13 @@ func TestToolResultsContinueTask(t *testing.T) {
 	if body := answer("late", "call_1"); !strings.Contains(body, `"code":-32004`) {
 		t.Errorf("a message to the ended task: %s", body)
 	}
+	// A replay of the whole task goes past the step that waited for the
+	// result: one final frame, the outcome.
+	_, body := s.post(t, `{"jsonrpc":"2.0","id":"r","method":"tasks/resubscribe","params":{"id":"`+task+`"}}`)
+	_, frames = sseData(t, body)
+	all = strings.Join(frames, "\n")
+	if strings.Count(all, `"final":true`) != 1 || !strings.Contains(all, `"adk_type":"function_call"`) ||
+		!strings.Contains(all, `"text":"sunny"`) || !strings.Contains(all, `"state":"completed"`) {
+		t.Errorf("the replayed task:\n%s", all)
+	}
 }
