@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,17 @@ type convAdapter interface {
 // toolCalling is an adapter whose client declares tools and runs them.
 type toolCalling interface {
 	toolCalls(frames []sseFrame) []toolCall
+}
+
+// agentToolAnswering is an adapter whose client declares no tools but
+// answers the calls an agent makes of the client's tools (A2A's
+// input-required task with function_call data parts, ADK's long-running
+// functionCall).
+type agentToolAnswering interface {
+	agentToolCalls(frames []sseFrame) []toolCall
+	// answerTools sends the calls' results, one text for all, and returns
+	// the stream that continues the run.
+	answerTools(ctx context.Context, t *testing.T, c *chain, s *convSession, run string, calls []toolCall, result string) *convStream
 }
 
 // turnOpts vary a turn.
@@ -431,6 +443,56 @@ func (a2aAdapter) ended(frames []sseFrame) bool {
 	return false
 }
 
+// agentToolCalls are the function_call data parts (adk_type) of the
+// status messages.
+func (a2aAdapter) agentToolCalls(frames []sseFrame) []toolCall {
+	var out []toolCall
+	for _, f := range frames {
+		var env struct {
+			Result struct {
+				Status struct {
+					Message *struct {
+						Parts []struct {
+							Kind     string         `json:"kind"`
+							Data     map[string]any `json:"data"`
+							Metadata map[string]any `json:"metadata"`
+						} `json:"parts"`
+					} `json:"message"`
+				} `json:"status"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(f.data), &env) != nil || env.Result.Status.Message == nil {
+			continue
+		}
+		for _, p := range env.Result.Status.Message.Parts {
+			if p.Kind != "data" || p.Metadata["adk_type"] != "function_call" {
+				continue
+			}
+			id, _ := p.Data["id"].(string)
+			name, _ := p.Data["name"].(string)
+			if !slices.ContainsFunc(out, func(c toolCall) bool { return c.id == id }) {
+				args, _ := json.Marshal(p.Data["args"])
+				out = append(out, toolCall{index: len(out), id: id, name: name, args: string(args)})
+			}
+		}
+	}
+	return out
+}
+
+// answerTools sends the results as function_response data parts in a
+// message to the input-required task.
+func (a2aAdapter) answerTools(ctx context.Context, t *testing.T, c *chain, s *convSession, run string, calls []toolCall, result string) *convStream {
+	t.Helper()
+	var parts []any
+	for _, tc := range calls {
+		parts = append(parts, map[string]any{"kind": "data", "data": map[string]any{"id": tc.id, "name": tc.name,
+			"response": map[string]any{"result": result}}, "metadata": map[string]any{"adk_type": "function_response"}})
+	}
+	m := map[string]any{"kind": "message", "messageId": convID("msg"), "role": "user", "contextId": s.id, "taskId": run, "parts": parts}
+	return openStream(ctx, t, "POST", c.front+"/a2a", a2aEnvelope("message/stream", map[string]any{"message": m}),
+		map[string]string{"Accept": "text/event-stream"})
+}
+
 func (a2aAdapter) resume(ctx context.Context, t *testing.T, c *chain, _ *convSession, run, eventID string) *convStream {
 	t.Helper()
 	return openStream(ctx, t, "POST", c.front+"/a2a", a2aEnvelope("tasks/resubscribe", map[string]any{"id": run}),
@@ -644,6 +706,48 @@ func (adkAdapter) answer(frames []sseFrame) string {
 
 func (adkAdapter) ended(frames []sseFrame) bool {
 	return len(frames) > 0 && frames[len(frames)-1].data == "[DONE]"
+}
+
+// agentToolCalls are the long-running functionCalls (the client's tools).
+func (adkAdapter) agentToolCalls(frames []sseFrame) []toolCall {
+	var out []toolCall
+	for _, f := range frames {
+		var e struct {
+			LongRunningToolIDs []string `json:"longRunningToolIds"`
+			Content            *struct {
+				Parts []struct {
+					FunctionCall *struct {
+						ID   string          `json:"id"`
+						Name string          `json:"name"`
+						Args json.RawMessage `json:"args"`
+					} `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+		}
+		if json.Unmarshal([]byte(f.data), &e) != nil || e.Content == nil {
+			continue
+		}
+		for _, p := range e.Content.Parts {
+			fc := p.FunctionCall
+			if fc != nil && slices.Contains(e.LongRunningToolIDs, fc.ID) && !slices.ContainsFunc(out, func(c toolCall) bool { return c.id == fc.ID }) {
+				out = append(out, toolCall{index: len(out), id: fc.ID, name: fc.Name, args: string(fc.Args)})
+			}
+		}
+	}
+	return out
+}
+
+// answerTools sends the results as functionResponse parts of the next
+// run_sse's newMessage.
+func (adkAdapter) answerTools(ctx context.Context, t *testing.T, c *chain, s *convSession, _ string, calls []toolCall, result string) *convStream {
+	t.Helper()
+	var parts []any
+	for _, tc := range calls {
+		parts = append(parts, map[string]any{"functionResponse": map[string]any{"id": tc.id, "name": tc.name, "response": map[string]any{"result": result}}})
+	}
+	body := map[string]any{"appName": s.app, "userId": convADKUser, "sessionId": s.id, "streaming": true,
+		"newMessage": map[string]any{"role": "user", "parts": parts}}
+	return openStream(ctx, t, "POST", c.front+"/run_sse", body, map[string]string{"Accept": "text/event-stream"})
 }
 
 func (adkAdapter) resume(ctx context.Context, t *testing.T, c *chain, s *convSession, _ string, eventID string) *convStream {

@@ -51,7 +51,7 @@ func convCapabilities() []convCapability {
 		{"stop", "stop", "stopping a running turn cancels its run, and the upstream's run stops (the model's request is dropped; over a second bridge, its run is cancelled)", caseStop},
 		{"resume", "resume from every frame", "for every frame k of a short run, the frames up to k and those resumed from k's id together equal the uncut stream, byte for byte", caseResume},
 		{"reload", "reload", "the history of a running run, then a resume from the cursor it gives: the history's partial answer and the resumed answer together are the whole answer, no duplicate", caseReload},
-		{"tool-loop", "tool loop", "the model calls a client tool, the client sends its result: one run id for both legs, one run in the history", caseToolLoop},
+		{"tool-loop", "tool loop", "the model calls a client tool, the client sends its result: one run id for both legs, one run in the history; the A2A and ADK clients declare no tools, so theirs is over the ADK agent: its own tool, then its call of a client tool (an input-required task with a function_call data part, a long-running functionCall) answered with a function response", caseToolLoop},
 		{"regenerate", "regenerate", "the last turn again with `X-Replace-From`: the history holds the earlier run and the new one, and the upstream's request holds no discarded turn", caseRegenerate},
 		{"edit", "edit", "the first turn edited with `X-Replace-From` (two turns discarded): the history holds the new run alone, and the upstream's request only the edited turn", caseEdit},
 		{"steer", "steer", "a message added to a running turn reaches the model in the same run of the front bridge, and that run's stream carries the answer to it (whether, over `a2a=` and `adk=`, it also lands in the same upstream turn is not checked)", caseSteer},
@@ -87,7 +87,8 @@ var convGaps = []convGap{
 
 func noClientTools(client string) string {
 	return "cannot: " + client + " client declares no tools and the bridge runs none of its own (MCP is a later issue), so the " +
-		"model behind it has no tool to call; over an agent with tools of its own (adk-server) the loop is the agent's, and holds"
+		"model behind it has no tool to call; over an agent with tools (adk-server) both the agent's own tool loop and its " +
+		"call of a client tool, answered with a function response, hold"
 }
 
 func gapOf(adapter, upstream, capability string) *convGap {
@@ -338,9 +339,11 @@ func caseToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, ta
 	}
 }
 
-// agentToolLoop is the tool loop of an adapter whose client runs no tools
-// (A2A, ADK): the agent's own, over the ADK api_server (its scripted
-// "weather:<city>" calls its weather tool, then answers).
+// agentToolLoop is the tool loop of an adapter whose client declares no
+// tools (A2A, ADK), over the ADK api_server: the agent's own tool
+// ("weather:<city>" calls its get_weather, then answers), then the
+// agent's client tool ("client:<city>", a long-running client_weather the
+// client answers with a function response, which continues the run).
 func agentToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
 	if c.adkURL == "" {
 		t.Fatalf("the %s adapter's client runs no tools, and no agent upstream has tools of its own", a.name())
@@ -355,6 +358,32 @@ func agentToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, t
 	}
 	if h := a.history(ctx, t, c, s); !slices.Equal(h.runIDs(), []string{run}) {
 		t.Errorf("history runs %v, want [%s]", h.runIDs(), run)
+	}
+
+	ta, ok := a.(agentToolAnswering)
+	if !ok {
+		return
+	}
+	s = a.session(ctx, t, c, tag+"-client")
+	prompt, tool, answered := c.toolTurn(tag)
+	r1, f1 := convTurn(ctx, t, a, c, s, prompt, turnOpts{})
+	calls := ta.agentToolCalls(f1)
+	if len(calls) != 1 || calls[0].name != tool || calls[0].id == "" {
+		t.Fatalf("the agent's client tool calls %v, want one %s call: %s", calls, tool, rawOf(f1))
+	}
+	st := ta.answerTools(ctx, t, c, s, r1, calls, "20C")
+	f2 := st.all(t)
+	if r2 := a.runOf(st); r2 != r1 {
+		t.Errorf("the tool result's leg is run %q, want %s (one run for the turn)", r2, r1)
+	}
+	if got := a.answer(f2); !answered(got) {
+		t.Errorf("answer %q, not the one to the tool's result: %s", got, rawOf(f2))
+	}
+	if r := waitRunState(ctx, t, c.front, r1); r.Status != bridge.StatusCompleted {
+		t.Errorf("run %s: %s (%s), want completed", r1, r.Status, r.Reason)
+	}
+	if h := a.history(ctx, t, c, s); !slices.Equal(h.runIDs(), []string{r1}) {
+		t.Errorf("history runs %v, want [%s]", h.runIDs(), r1)
 	}
 }
 
