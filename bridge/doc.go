@@ -17,6 +17,15 @@
 // live ones; Abort cancels it; Steer adds user input to it; Resume picks up,
 // after a restart, a run whose upstream can be resumed.
 //
+// The engine's files, by concern: engine.go (Config, New, the registry of
+// live runs, Close), start.go (Start: the session, what of a request is
+// new, the run it continues; the run context and launch Start and Resume
+// share), pump.go (a run's upstream calls, its events queued, its end),
+// live.go (a live run's state, the writer and its batches), steer.go
+// (Steer), read.go (Subscribe, Run, Abort), follow.go (following a run
+// another process drives), history.go (History and the partial turn),
+// resume.go (Resume after a restart), trace.go (the run's span).
+//
 // # Goroutines, and who owns what
 //
 //   - The writer (one per Engine, started by New, stopped by Close) is the

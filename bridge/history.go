@@ -222,3 +222,242 @@ func position(id string) int64 {
 	n, _ := strconv.ParseInt(positionOf(id), 10, 64)
 	return n
 }
+
+// History returns a page of a session's transcript with its runs, the
+// runs a regenerate or an edit discarded left out. before is a cursor from
+// an earlier page ("" for the newest page); limit <= 0 means 100 messages.
+// A page ends where a run begins, so it may hold more messages than limit:
+// the rest of its oldest run.
+func (e *Engine) History(ctx context.Context, sessionID, before string, limit int) (*HistoryPage, error) {
+	return e.QueryHistory(ctx, sessionID, HistoryQuery{Before: before, Limit: limit})
+}
+
+// HistoryRuns is History counting runs rather than messages: the page
+// holds the newest runs runs (<= 0: 20) before the cursor, whole.
+func (e *Engine) HistoryRuns(ctx context.Context, sessionID, before string, runs int) (*HistoryPage, error) {
+	return e.QueryHistory(ctx, sessionID, HistoryQuery{Before: before, Limit: runs, ByRun: true})
+}
+
+// HistoryQuery selects a page of history.
+type HistoryQuery struct {
+	Before string // a cursor from an earlier page ("" for the newest page)
+	// Limit is the page's messages (<= 0: 100), or its runs when ByRun
+	// (<= 0: 20).
+	Limit int
+	ByRun bool
+	// Superseded includes the runs a regenerate or an edit discarded, and
+	// their messages, where they were (the runs marked Superseded).
+	Superseded bool
+}
+
+// QueryHistory is History with the options of q.
+func (e *Engine) QueryHistory(ctx context.Context, sessionID string, q HistoryQuery) (*HistoryPage, error) {
+	if q.Limit <= 0 {
+		q.Limit = 100
+		if q.ByRun {
+			q.Limit = 20
+		}
+	}
+	return e.history(ctx, sessionID, q)
+}
+
+// maxHistoryReads bounds the reads History makes when runs end while it
+// reads (each run that ends commits its messages: the read is redone).
+const maxHistoryReads = 4
+
+func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) (*HistoryPage, error) {
+	before := q.Before
+	s, err := e.store.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if s.Principal != PrincipalFromContext(ctx) {
+		return nil, Errorf(CodeNotFound, "session %q not found", sessionID)
+	}
+	var pos int64
+	if before != "" {
+		pos, err = strconv.ParseInt(before, 10, 64)
+		if err != nil || pos <= 0 {
+			return nil, Errorf(CodeInvalid, "cursor %q is not one this server gave", before)
+		}
+	}
+	// A run's messages are committed with its status (its input when it
+	// starts or continues, its answer when it ends): runs read before and
+	// after the messages with the same statuses say the messages are those
+	// of these runs, and a running run's stored messages end where its
+	// current turn begins.
+	var (
+		msgs []Message
+		more bool
+		runs []*Run
+	)
+	for i := 0; ; i++ {
+		runs0, err := e.store.ListRuns(ctx, RunFilter{SessionID: sessionID})
+		if err != nil {
+			return nil, err
+		}
+		msgs, more, err = e.pageMessages(ctx, sessionID, pos, q.Limit, q.ByRun, q.Superseded)
+		if err != nil {
+			return nil, err
+		}
+		runs, err = e.store.ListRuns(ctx, RunFilter{SessionID: sessionID})
+		if err != nil {
+			return nil, err
+		}
+		if sameOutcomes(runs0, runs) || i == maxHistoryReads-1 {
+			break
+		}
+	}
+	inPage := make(map[string]bool)
+	for _, m := range msgs {
+		inPage[m.RunID] = true
+	}
+	page := &HistoryPage{Session: s, HasMore: more}
+	if more && len(msgs) > 0 {
+		page.Cursor = positionOf(msgs[0].ID)
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		r := runs[i]
+		if !inPage[r.ID] || r.Superseded && !q.Superseded {
+			continue
+		}
+		if r.Status == StatusRunning {
+			t, err := e.partialTurn(ctx, r.ID, r.LastSeq)
+			if err != nil {
+				return nil, err
+			}
+			if lr := e.liveRun(r.ID); lr != nil {
+				if snap := lr.snapshot(); snap.Status == StatusRunning {
+					r = snap // its usage and upstream so far
+				}
+			}
+			r.LastSeq = t.cursor()
+			if page.Partial == nil {
+				page.Partial = make(map[string]*PartialTurn)
+			}
+			page.Partial[r.ID] = t
+			msgs = insertAfterRun(msgs, r.ID, t.Messages)
+		}
+		page.Runs = append(page.Runs, r)
+	}
+	page.Messages = msgs
+	return page, nil
+}
+
+// sameOutcomes reports whether two reads of a session's runs list the same
+// runs with the same statuses, and the same last event for those not
+// running.
+func sameOutcomes(a, b []*Run) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Status != b[i].Status || a[i].Superseded != b[i].Superseded ||
+			a[i].Status != StatusRunning && a[i].LastSeq != b[i].LastSeq {
+			return false
+		}
+	}
+	return true
+}
+
+// insertAfterRun inserts add after the last message of run in msgs.
+func insertAfterRun(msgs []Message, run string, add []Message) []Message {
+	if len(add) == 0 {
+		return msgs
+	}
+	i := len(msgs)
+	for j := len(msgs) - 1; j >= 0; j-- {
+		if msgs[j].RunID == run {
+			i = j + 1
+			break
+		}
+	}
+	return slices.Insert(msgs, i, add...)
+}
+
+// pageMessages reads the messages of a history page: the newest limit
+// messages (or the messages of the newest limit runs, byRun) before
+// position pos (0: the newest), oldest first, extended back to the start
+// of the oldest run they hold; more says older messages exist. The
+// superseded messages are among them when all.
+func (e *Engine) pageMessages(ctx context.Context, session string, pos int64, limit int, byRun, all bool) ([]Message, bool, error) {
+	messages := e.store.Messages
+	if all {
+		messages = e.store.AllMessages
+	}
+	if !byRun {
+		msgs, more, err := messages(ctx, session, pos, limit)
+		if err != nil || !more || len(msgs) == 0 {
+			return msgs, more, err
+		}
+		return e.wholeRun(ctx, session, msgs)
+	}
+	var msgs []Message
+	more := true
+	for cur := pos; more; {
+		chunk, m, err := messages(ctx, session, cur, 4*limit+16)
+		if err != nil {
+			return nil, false, err
+		}
+		msgs, more = append(chunk, msgs...), m
+		if len(chunk) == 0 || countRuns(msgs) > limit {
+			break
+		}
+		cur = position(chunk[0].ID)
+	}
+	// Keep the newest limit runs: cut after the newest message of any other.
+	kept := make(map[string]bool, limit)
+	cut := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		id := msgs[i].RunID
+		if !kept[id] && len(kept) == limit {
+			cut = i + 1
+			break
+		}
+		kept[id] = true
+	}
+	if cut > 0 {
+		return msgs[cut:], true, nil
+	}
+	if !more || len(msgs) == 0 {
+		return msgs, more, nil
+	}
+	return e.wholeRun(ctx, session, msgs)
+}
+
+// countRuns counts the runs msgs belong to.
+func countRuns(msgs []Message) int {
+	seen := map[string]bool{}
+	for i := range msgs {
+		seen[msgs[i].RunID] = true
+	}
+	return len(seen)
+}
+
+// wholeRun extends msgs (a page with older messages before it) back to
+// the first message of its oldest run, and reports whether older
+// messages exist before that.
+func (e *Engine) wholeRun(ctx context.Context, session string, msgs []Message) ([]Message, bool, error) {
+	first := position(msgs[0].ID)
+	if run := msgs[0].RunID; run != "" {
+		all, err := e.store.RunMessages(ctx, run)
+		if err != nil {
+			return nil, false, err
+		}
+		var earlier []Message
+		for _, m := range all {
+			if p := position(m.ID); p > 0 && p < first {
+				earlier = append(earlier, m)
+			}
+		}
+		if len(earlier) > 0 {
+			msgs = append(earlier, msgs...)
+			first = position(earlier[0].ID)
+		}
+	}
+	older, _, err := e.store.Messages(ctx, session, first, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	return msgs, len(older) > 0, nil
+}

@@ -126,20 +126,8 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 		}
 	}
 
-	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	if e.runTimeout > 0 {
-		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeoutCause(runCtx, e.runTimeout, errRunTimeout)
-		parent := cancel
-		cancel = func(err error) { parent(err); stop() }
-	}
-	runCtx = withRunID(runCtx, r.ID)
-	runCtx, span := e.tracer.Start(runCtx, "run", trace.WithAttributes(runSpanAttributes(&r)...),
-		trace.WithLinks(originLinks(ctx, r.TraceID)...))
+	runCtx, cancel, span := e.runContext(ctx, &r)
 	span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("restart"), attrAfterSeq.Int64(lastSeq(prev, r.LastSeq))))
-	if sc := span.SpanContext(); sc.HasTraceID() && r.TraceID == "" {
-		r.TraceID = sc.TraceID().String()
-	}
 
 	lr := newLiveRun(&r, prev, cancel)
 	for _, ev := range prev[cur:] {
@@ -177,12 +165,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 		})
 	}
 	e.log.Info("resuming run upstream", "run", r.ID, "upstream", up.Name(), "after_seq", lastSeq(prev, r.LastSeq))
-	e.runs.Add(1)
-	go func() {
-		defer e.runs.Done()
-		defer span.End()
-		e.pump(runCtx, lr, up, req, rt, first)
-	}()
+	e.launch(runCtx, span, lr, up, req, rt, first)
 	return nil
 }
 

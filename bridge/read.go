@@ -1,0 +1,141 @@
+package bridge
+
+// Reading runs: subscribe, snapshots, abort.
+
+import (
+	"context"
+	"time"
+)
+
+// Subscribe returns the committed events of run with seq > after, then
+// follows the live ones until the run ends: no gap, no duplicate at the
+// seam. The stream ends after the final event, or with ctx's error.
+func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
+	principal := PrincipalFromContext(ctx)
+	if lr := e.liveRun(runID); lr != nil {
+		if lr.run.Principal != principal {
+			return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
+		}
+		return lr.snapshot(), lr.follow(ctx, after), nil
+	}
+	run, err := e.store.Run(ctx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run.Principal != principal {
+		return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
+	}
+	if lr := e.liveRun(runID); lr != nil { // continued since the lookup
+		return lr.snapshot(), lr.follow(ctx, after), nil
+	}
+	if w, ok := e.store.(Watcher); ok && run.Status == StatusRunning {
+		return run, e.followStored(ctx, w, runID, after), nil // another replica drives it
+	}
+	return run, e.replay(ctx, runID, after), nil
+}
+
+// replay reads a finished run's events from the store, a page at a time.
+func (e *Engine) replay(ctx context.Context, runID string, after int64) Stream {
+	const page = 512
+	return func(yield func(Event, error) bool) {
+		for {
+			evs, err := e.store.Events(ctx, runID, after, page)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				after = ev.Seq
+			}
+			if len(evs) < page {
+				return
+			}
+		}
+	}
+}
+
+// Run returns a snapshot of a run, live or stored.
+func (e *Engine) Run(ctx context.Context, id string) (*Run, error) {
+	principal := PrincipalFromContext(ctx)
+	if lr := e.liveRun(id); lr != nil && lr.run.Principal == principal {
+		return lr.snapshot(), nil
+	}
+	r, err := e.store.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Principal != principal {
+		return nil, Errorf(CodeNotFound, "run %q not found", id)
+	}
+	return r, nil
+}
+
+// upstreamCancelTimeout bounds the upstream's own cancel in Abort.
+const upstreamCancelTimeout = 5 * time.Second
+
+// cancelUpstream runs the current upstream call's own cancel, if it has
+// one, bounded by upstreamCancelTimeout.
+func (e *Engine) cancelUpstream(ctx context.Context, lr *liveRun) {
+	call := lr.currentCall()
+	if call == nil || call.Cancel == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, upstreamCancelTimeout)
+	defer cancel()
+	if err := call.Cancel(cctx); err != nil {
+		e.log.Warn("upstream cancel", "run", lr.run.ID, "err", err)
+	}
+}
+
+// RunMessages returns the transcript messages of a run committed so far,
+// oldest first: its input from the start, the assistant's messages and the
+// steers once the run has ended.
+func (e *Engine) RunMessages(ctx context.Context, runID string) ([]Message, error) {
+	if _, err := e.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	return e.store.RunMessages(ctx, runID)
+}
+
+// Abort cancels a running run; its final event says cancelled. It returns
+// once the final event is committed (or ctx is done). Aborting a run that
+// has ended is a no-op.
+func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
+	r, err := e.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	lr := e.liveRun(runID)
+	if lr == nil {
+		return r, nil
+	}
+	e.cancelUpstream(ctx, lr)
+	lr.cancel(errAborted)
+	select {
+	case <-lr.closed:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.Run(ctx, runID)
+}
+
+// RecordDropped adds to a run's list of what its translations dropped (the
+// inbound encoder learns it while rendering).
+func (e *Engine) RecordDropped(ctx context.Context, runID string, dropped []string) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	r, err := e.store.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	n := len(r.Dropped)
+	r.Dropped = appendUnique(r.Dropped, dropped...)
+	if len(r.Dropped) == n {
+		return nil
+	}
+	return e.store.Commit(ctx, &Batch{Runs: []*Run{r}})
+}
