@@ -600,11 +600,22 @@ func TestAttackSmallInputs(t *testing.T) {
 	count := newTally(t)
 	base := "http://" + startMain(t, defaultConfig()).Addr()
 
-	count.add("unknown-part")
-	resp, body := call(t, "POST", base+"/v1/chat/completions", "",
-		`{"model":"echo","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"hologram","hologram":{"id":1}}]}]}`)
-	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("X-Bridge-Dropped"), "hologram") {
-		t.Errorf("unknown part: %d, X-Bridge-Dropped %q: %.300s", resp.StatusCode, resp.Header.Get("X-Bridge-Dropped"), body)
+	// Over echo, and over an Anthropic upstream (whose encoder cannot
+	// carry another dialect's part).
+	an := anthropictest.New(func(int, []byte) anthropictest.Reply {
+		ev := &anthropictest.Events{ID: "msg_up", Model: "claude-x"}
+		return anthropictest.Reply{Events: ev.Start(5, 0, 0).Text("ok").Delta("end_turn", 1).Stop().List()}
+	})
+	t.Cleanup(an.Close)
+	anCfg := defaultConfig()
+	anCfg.Upstreams = []Upstream{{Dialect: "anthropic", URL: an.URL}}
+	for _, b := range []string{base, "http://" + startMain(t, anCfg).Addr()} {
+		count.add("unknown-part")
+		resp, body := call(t, "POST", b+"/v1/chat/completions", "",
+			`{"model":"echo","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"hologram","hologram":{"id":1}}]}]}`)
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("X-Bridge-Dropped"), `"hologram"`) {
+			t.Errorf("unknown part: %d, X-Bridge-Dropped %q: %.300s", resp.StatusCode, resp.Header.Get("X-Bridge-Dropped"), body)
+		}
 	}
 
 	for _, field := range []string{"max_tokens", "max_completion_tokens"} {

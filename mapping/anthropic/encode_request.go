@@ -611,7 +611,7 @@ func (e *reqEncoder) contentBlock(p *bridge.Part, path string) []byte {
 		}
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || wire.Kind(p.Opaque.Data) != '{' || !json.Valid(p.Opaque.Data) {
-			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
+			e.drop(path + ": " + wire.OpaquePart(p.Opaque))
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)

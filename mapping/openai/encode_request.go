@@ -446,7 +446,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		w.Raw("file", f.End())
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || !json.Valid(p.Opaque.Data) {
-			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
+			e.drop(path + ": " + wire.OpaquePart(p.Opaque))
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)

@@ -522,7 +522,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 		return nil // reasoning is the model's, not input
 	case bridge.PartOpaque:
 		if p.Opaque == nil || p.Opaque.Dialect != Dialect || !json.Valid(p.Opaque.Data) {
-			e.drop(path + ": opaque " + wire.OpaqueDialect(p.Opaque) + " part")
+			e.drop(path + ": " + wire.OpaquePart(p.Opaque))
 			return nil
 		}
 		return wire.Compact(p.Opaque.Data)
