@@ -72,9 +72,6 @@ type convGap struct {
 // convGaps lists what does not hold. Each entry says why; an entry whose
 // reason starts with "not yet" waits for a feature issue 14 asks for.
 var convGaps = []convGap{
-	// Resume from every frame (issue 14, item 1).
-	{"hermes", "*", "resume", "not yet (issue 14 item 1): `chat/stream` resumed after `done` replays the whole run"},
-
 	// Tool loops: the A2A and ADK adapters send no tools.
 	{"a2a", "openai a2a adk hermes", "tool-loop", noClientTools("an A2A")},
 	{"adk", "openai a2a adk hermes", "tool-loop", noClientTools("an ADK")},
