@@ -110,6 +110,9 @@ func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
 	}
 	lr := e.liveRun(runID)
 	if lr == nil {
+		if r.Status == StatusInputRequired {
+			return e.abortWaiting(ctx, r)
+		}
 		return r, nil
 	}
 	e.cancelUpstream(ctx, lr)
@@ -120,6 +123,70 @@ func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
 		return nil, ctx.Err()
 	}
 	return e.Run(ctx, runID)
+}
+
+// RunCanceller is implemented by upstreams that can stop a run of theirs
+// no call is open for: a run that waits for the client's tool results
+// keeps its upstream's run, task or invocation waiting too.
+type RunCanceller interface {
+	CancelRun(ctx context.Context, run *Run) error
+}
+
+// RunCancellerFor returns the RunCanceller of the upstream named name over
+// the route up, looking through wrappers and groups of upstreams (a
+// primary and its fallbacks, with a Member method).
+func RunCancellerFor(up Upstream, name string) (RunCanceller, bool) {
+	if g, ok := up.(interface{ Member(name string) (Upstream, bool) }); ok {
+		m, ok := g.Member(name)
+		if !ok {
+			return nil, false
+		}
+		up = m
+	} else if up.Name() != name {
+		return nil, false
+	}
+	for up != nil {
+		if c, ok := up.(RunCanceller); ok {
+			return c, true
+		}
+		u, ok := up.(interface{ Unwrap() Upstream })
+		if !ok {
+			return nil, false
+		}
+		up = u.Unwrap()
+	}
+	return nil, false
+}
+
+// abortWaiting stops a run that waits for the client's tool results: the
+// upstream is told to stop its side (when it can be: RunCanceller), and
+// the run ends cancelled, its final event after its last. A continuation
+// that raced it and won leaves the abort a conflict.
+func (e *Engine) abortWaiting(ctx context.Context, r *Run) (*Run, error) {
+	if up, err := e.route(r.Model); err == nil {
+		if c, ok := RunCancellerFor(up, r.Upstream); ok {
+			cctx, cancel := context.WithTimeout(ctx, upstreamCancelTimeout)
+			if err := c.CancelRun(cctx, r); err != nil {
+				e.log.Warn("upstream cancel of a waiting run", "run", r.ID, "upstream", r.Upstream, "err", err)
+			}
+			cancel()
+		}
+	}
+	now := e.now().UTC()
+	run := *r
+	run.Status, run.Reason, run.Finished, run.LastSeq = StatusCancelled, errAborted.Error(), now, r.LastSeq+1
+	ev := Event{RunID: r.ID, Seq: run.LastSeq, Time: now, Kind: KindFinal, Source: SourceBridge,
+		Final: &Final{Status: StatusCancelled, Reason: errAborted.Error()}}
+	if lr := e.liveRun(r.ID); lr != nil {
+		return nil, Errorf(CodeConflict, "run %s went on with the client's tool results; stop it again", r.ID)
+	}
+	if err := e.store.Commit(ctx, &Batch{Events: []Event{ev}, Runs: []*Run{&run}}); err != nil {
+		if ErrorCode(err) == CodeConflict {
+			return nil, Errorf(CodeConflict, "run %s went on with the client's tool results; stop it again", r.ID)
+		}
+		return nil, err
+	}
+	return &run, nil
 }
 
 // RecordDropped adds to a run's list of what its translations dropped (the

@@ -124,6 +124,13 @@ func admit(up bridge.Upstream) error {
 	return nil
 }
 
+// Member returns the member upstream named name, the primary or a
+// fallback (bridge.RunCancellerFor looks through it).
+func (f *Fallback) Member(name string) (bridge.Upstream, bool) {
+	up := f.member(name)
+	return up, up != nil
+}
+
 // ResumerFor is the Resumer of a run that went to the upstream named name
 // (bridge.ResumerFor): the primary's or a fallback's, when that upstream
 // can resume runs. The request goes to it as Open sends one (tool-call ids

@@ -433,3 +433,32 @@ func TestHermesToolLoopOverHermes(t *testing.T) {
 		t.Errorf("the model got %d requests", n)
 	}
 }
+
+// TestHermesChainStopWaiting: a run that waits for the client's tool
+// results over hermes= is stopped on the front bridge: the front run ends
+// cancelled, and so does the upstream run, which was waiting too.
+func TestHermesChainStopWaiting(t *testing.T) {
+	up := hermesUpstream(t)
+	b := serveUpstream(t, "openai="+up.BaseURL())
+	a := serveUpstream(t, "hermes="+b)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "weather", "parameters": map[string]any{"type": "object"}}}}
+	r := chatStream(t, ctx, a, "hw-1", map[string]any{"model": "m", "tools": tools,
+		"messages": []map[string]any{{"role": "user", "content": "weather?"}}})
+	run := runOf(t, a, r.run)
+	if run.Status != bridge.StatusInputRequired || run.UpstreamRunID == "" {
+		t.Fatalf("A's run %+v, want it waiting for the tool results", run)
+	}
+	resp := hermesDo(t, ctx, "POST", a+"/v1/runs/"+r.run+"/stop", "{}")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stop: %d", resp.StatusCode)
+	}
+	if got := runOf(t, a, r.run); got.Status != bridge.StatusCancelled {
+		t.Errorf("A's run after the stop: %s, want cancelled", got.Status)
+	}
+	if st := hermesRun(t, ctx, b, run.UpstreamRunID)["status"]; st != "cancelled" {
+		t.Errorf("B's run after the stop: %v, want cancelled", st)
+	}
+}

@@ -679,6 +679,27 @@ func refused(err error) bool {
 	return s/100 == 4 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
 }
 
+// CancelRun stops the upstream run of a run no call is open for, one that
+// waits for the client's tool results (bridge.RunCanceller): the upstream
+// run waits too, until POST /v1/runs/{run_id}/stop.
+func (c *Client) CancelRun(ctx context.Context, run *bridge.Run) error {
+	id := run.UpstreamRunID
+	if c.cfg.IDs != nil {
+		if r, err := c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, run.ID); err == nil && r != "" {
+			id = r
+		}
+	}
+	if id == "" {
+		return nil // the upstream never named its run
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/stop", map[string]any{}, "application/json")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
 // stop stops the upstream run (the call's Cancel).
 func (k *call) stop(ctx context.Context) error {
 	id := k.dec.RunID()
