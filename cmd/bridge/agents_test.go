@@ -27,6 +27,23 @@ import (
 // toolModel is an OpenAI upstream that asks for the client's tool
 // get_weather on a request without a tool result, and answers from the
 // result otherwise.
+
+// modelGotTools checks that every request the model got offered the
+// client's get_weather tool (the tools travel through the agent upstream).
+func modelGotTools(t *testing.T, model *openaitest.Server) {
+	t.Helper()
+	for i, r := range model.Requests() {
+		var req struct {
+			Tools []struct {
+				Function struct{ Name string } `json:"function"`
+			} `json:"tools"`
+		}
+		_ = json.Unmarshal(r.Body, &req)
+		if len(req.Tools) != 1 || req.Tools[0].Function.Name != "get_weather" {
+			t.Errorf("model request %d offers tools %+v, want the client's get_weather", i, req.Tools)
+		}
+	}
+}
 func toolModel(t *testing.T) *openaitest.Server {
 	t.Helper()
 	s := openaitest.New(func(n int, body []byte) openaitest.Reply {
@@ -218,6 +235,7 @@ func TestToolLoopOverA2ABridge(t *testing.T) {
 			t.Errorf("session %q: the model's last request ends with %+v, want the tool result for %s", session, m, first.calls[0].ID)
 		}
 	}
+	modelGotTools(t, model)
 }
 
 // TestToolLoopOverA2AAgent: the same over an a2a-go agent (a2asrv) that
@@ -306,6 +324,7 @@ func TestToolLoopOverADKBridge(t *testing.T) {
 			t.Errorf("session %q: upstream history runs %+v, want the one run %s", session, hist.Runs, inv)
 		}
 	}
+	modelGotTools(t, model)
 }
 
 // TestToolLoopOverADK: the same over ADK api_servers whose agent asks for

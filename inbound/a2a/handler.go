@@ -364,9 +364,13 @@ func (h *Handler) start(ctx context.Context, p *wire.SendParams, replaceFrom str
 		msg, d := wire.HubMessage(m)
 		msgs, dropped = []bridge.Message{msg}, d
 	}
+	tools, err := wire.ToolsOf(p.Metadata) // the bridge's extension: a client's tools
+	if err != nil {
+		return nil, 0, err
+	}
 	req := &bridge.Request{
 		Inbound: wire.Dialect, Model: h.cfg.Model, SessionID: session, ClientRunID: m.ID,
-		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, ReplaceFrom: replaceFrom,
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Tools: tools, ReplaceFrom: replaceFrom,
 	}
 	run, err = h.cfg.Engine.Start(ctx, req)
 	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && bridge.AsError(err).Param == bridge.ParamReplaceFrom {

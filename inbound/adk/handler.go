@@ -310,7 +310,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	}
 	rd, _ := json.Marshal(render{Streaming: opt.Streaming, Author: opt.Author})
 	run, err := h.cfg.Engine.Start(ctx, &bridge.Request{Inbound: wire.Dialect, Model: rec.ADK.App, SessionID: rec.sess.ID,
-		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd, ReplaceFrom: r.Header.Get(inbound.HeaderReplaceFrom)})
+		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd, ReplaceFrom: r.Header.Get(inbound.HeaderReplaceFrom),
+		Tools: req.Tools})
 	if err != nil {
 		h.WriteError(w, err)
 		return

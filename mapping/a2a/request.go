@@ -3,6 +3,7 @@ package a2a
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -15,32 +16,73 @@ import (
 // outputModes are the modes the bridge asks an upstream agent for.
 var outputModes = []string{"text/plain", "application/json"}
 
+// SendOptions shape a message/send or message/stream request.
+type SendOptions struct {
+	// Stream asks for message/stream.
+	Stream bool
+	// NoWait asks the agent to answer a message/send at once, not when
+	// the task ends (0.3's blocking false, 1.0's returnImmediately).
+	NoWait bool
+	// Tools are the client's tools, sent in params.metadata under
+	// MetaTools (the bridge's extension: a bridge upstream offers them to
+	// its model; other agents ignore them).
+	Tools []bridge.Tool
+}
+
+// MetaTools is the params.metadata key of the client's tools.
+const MetaTools = "bridge.tools"
+
 // EncodeSend renders a message/send or message/stream request (hub ->
-// wire) with JSON-RPC id id, in version v's method names and shapes. The
-// agent is asked to answer when the task ends (blocking), or, for a
-// message/send with wait false, at once (0.3's blocking false, 1.0's
-// returnImmediately).
-func EncodeSend(id string, stream bool, v Version, m *a2asdk.Message, wait ...bool) []byte {
+// wire) with JSON-RPC id id, in version v's method names and shapes.
+func EncodeSend(id string, v Version, m *a2asdk.Message, o SendOptions) []byte {
 	op := OpSend
-	if stream {
+	if o.Stream {
 		op = OpStream
 	}
-	block := len(wait) == 0 || wait[0]
 	b := append(make([]byte, 0, 512), `{"jsonrpc":"2.0","id":`...)
 	b = wire.AppendString(b, id)
 	b = append(b, `,"method":`...)
 	b = wire.AppendString(b, op.MethodName(v))
 	b = append(b, `,"params":{"message":`...)
 	b = AppendMessage(b, m, v)
+	if len(o.Tools) > 0 {
+		if tools, err := json.Marshal(o.Tools); err == nil {
+			b = append(b, `,"metadata":{"`+MetaTools+`":`...)
+			b = append(append(b, tools...), '}')
+		}
+	}
 	b = append(b, `,"configuration":{"acceptedOutputModes":["text/plain","application/json"]`...)
 	switch {
 	case v == V03:
 		b = append(b, `,"blocking":`...)
-		b = strconv.AppendBool(b, block)
-	case !block:
+		b = strconv.AppendBool(b, !o.NoWait)
+	case o.NoWait:
 		b = append(b, `,"returnImmediately":true`...)
 	}
 	return append(b, "}}}"...)
+}
+
+// ToolsOf reads the client's tools a send's params.metadata carries under
+// MetaTools (wire -> hub); none when absent.
+func ToolsOf(meta map[string]any) ([]bridge.Tool, error) {
+	v, ok := meta[MetaTools]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, invalid("params.metadata.%s: not JSON", MetaTools)
+	}
+	var tools []bridge.Tool
+	if json.Unmarshal(raw, &tools) != nil {
+		return nil, invalid("params.metadata.%s: want an array of {name, description, parameters}", MetaTools)
+	}
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, invalid("params.metadata.%s[%d].name is required", MetaTools, i)
+		}
+	}
+	return tools, nil
 }
 
 // EncodeTaskRequest renders a request whose params are {id} (tasks/get,

@@ -21,6 +21,9 @@ type RunRequest struct {
 	StateDelta   json.RawMessage // a JSON object, or nil
 	LastEventID  string
 	InvocationID string
+	// Tools are the client's tools, in the bridge's extension key "tools"
+	// (a bridge upstream offers them to its model; ADK ignores the key).
+	Tools []bridge.Tool
 }
 
 // maxDepth bounds the nesting of a request body.
@@ -96,6 +99,16 @@ func DecodeRunRequest(body []byte) (*RunRequest, error) {
 			return nil, wire.TypeErr(k, "object", v)
 		}
 		r.StateDelta = wire.Compact(v)
+	}
+	if v, k, ok := get(o, "tools"); ok {
+		if json.Unmarshal(v, &r.Tools) != nil {
+			return nil, wire.TypeErr(k, "array of {name, description, parameters}", v)
+		}
+		for i, t := range r.Tools {
+			if t.Name == "" {
+				return nil, bridge.Errorf(bridge.CodeInvalid, "tools[%d].name is required", i)
+			}
+		}
 	}
 	if v, k, ok := get(o, "newMessage", "new_message"); ok {
 		c, err := DecodeContent(v, k)
@@ -376,6 +389,13 @@ func EncodeRunRequest(r *RunRequest) ([]byte, error) {
 	}
 	if r.LastEventID != "" {
 		o.Str("lastEventId", r.LastEventID)
+	}
+	if len(r.Tools) > 0 {
+		tools, err := json.Marshal(r.Tools)
+		if err != nil {
+			return nil, err
+		}
+		o.Raw("tools", tools)
 	}
 	return o.End(), nil
 }

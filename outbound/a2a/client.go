@@ -238,17 +238,19 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 			dropped = append(dropped, "a2a:history_inlined_in_new_context")
 		}
 	}
-	if len(req.Tools) > 0 {
-		dropped = append(dropped, "tools")
-	}
 	msg, d := wire.OutboundMessage(bridge.NameToolResults(prefix, input), inline, contextID)
 	msg.TaskID = a2asdk.TaskID(taskID)
 	dropped = append(dropped, d...)
 
 	call := &call{c: c, card: card, ctx: ctx, run: run, session: req.SessionID,
 		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile)}
-	if err := call.send(msg); err != nil {
+	if err := call.send(msg, req.Tools); err != nil {
 		return nil, err
+	}
+	if len(req.Tools) > 0 && !call.bridge {
+		// Sent, in the bridge's extension, which an agent that is no
+		// bridge ignores.
+		dropped = append(dropped, "tools")
 	}
 	if contextID != "" && key != "" && c.cfg.IDs != nil {
 		// The context has moved past the prefix: a transcript that
@@ -346,6 +348,7 @@ type call struct {
 	taskID          atomic.Value // string, for cancel
 	cancelRequested atomic.Bool
 	recorded        bool
+	bridge          bool // the agent is a bridge (it named its run in X-Run-Id)
 
 	verify bool         // a call resumed after a restart: compare the answer with the task's at the end
 	out    *bridge.Call // the call handed out, whose Dropped verify adds to
@@ -391,14 +394,15 @@ func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Respons
 	return resp, cancel, nil
 }
 
-// send sends the message and reads until the first events, so an error the
-// agent answers at once is Open's error.
-func (k *call) send(msg *a2asdk.Message) error {
-	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Streaming, k.card.Version, msg)
+// send sends the message (with the client's tools) and reads until the
+// first events, so an error the agent answers at once is Open's error.
+func (k *call) send(msg *a2asdk.Message, tools []bridge.Tool) error {
+	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Version, msg, wire.SendOptions{Stream: k.card.Streaming, Tools: tools})
 	resp, cancel, err := k.post(body, k.card.Streaming, "")
 	if err != nil {
 		return err
 	}
+	k.bridge = resp.Header.Get("X-Run-Id") != "" // a bridge names its run
 	if err := k.attach(resp, cancel); err != nil {
 		k.close()
 		return err
@@ -679,7 +683,7 @@ func (k *call) steer(ctx context.Context, m bridge.Message) error {
 	}
 	msg, _ := wire.OutboundMessage([]bridge.Message{m}, nil, k.dec.ContextID)
 	msg.TaskID = a2asdk.TaskID(id)
-	body := wire.EncodeSend(a2asdk.NewMessageID(), false, k.card.Version, msg, false)
+	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Version, msg, wire.SendOptions{NoWait: true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
 	if err != nil {
 		return bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)

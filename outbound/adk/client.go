@@ -152,9 +152,6 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 			break
 		}
 	}
-	if len(req.Tools) > 0 {
-		dropped = append(dropped, "tools")
-	}
 	prefix, input := split(req.Messages)
 	if len(input) == 0 {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
@@ -162,7 +159,8 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	content, d := wire.EncodeContent(bridge.NameToolResults(prefix, input))
 	dropped = append(dropped, d...)
 
-	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID}
+	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID,
+		tools: req.Tools}
 	pkey := transcriptKey(app, user, prefix)
 	if run := bridge.RunIDFromContext(ctx); c.cfg.IDs != nil && run != "" && results(input) {
 		// The client's results for the long-running calls the run's
@@ -198,6 +196,10 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	}
 	k.body = outbound.IdleBody(resp.Body, c.cfg.Timeouts.Idle, cancel)
 	k.cancel = cancel
+	if len(req.Tools) > 0 && resp.Header.Get("X-Run-Id") == "" {
+		// Sent in the bridge's extension key, which ADK ignores.
+		dropped = append(dropped, "tools")
+	}
 	return k.bridgeCall(resp, dropped), nil
 }
 
@@ -290,6 +292,7 @@ type call struct {
 	// run API; "" for ADK itself.
 	upstreamRun     string
 	cancelRequested atomic.Bool
+	tools           []bridge.Tool // the client's, sent in the bridge's extension key
 }
 
 func (k *call) sessionsURL() string {
@@ -351,7 +354,8 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 	if k.bridgeSession != "" {
 		k.put(bridge.IDSession, "bridge-session:"+k.bridgeSession, k.session)
 	}
-	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true})
+	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true,
+		Tools: k.tools})
 	if err != nil {
 		return nil, nil, err
 	}
