@@ -54,11 +54,23 @@ type Run struct {
 }
 
 // RunFilter selects runs for ListRuns. Zero fields match everything.
+// Runs come newest first (by Created, then by insertion order).
 type RunFilter struct {
 	SessionID string
 	Principal string
 	Status    Status
-	Limit     int
+	// Inbound, Outbound and Model match the run's dialects and model.
+	Inbound  string
+	Outbound string
+	Model    string
+	// Since and Until bound Created: Since <= Created < Until.
+	Since time.Time
+	Until time.Time
+	// Before pages: only runs after the run with this id in the list's
+	// order (older, or as old and inserted before). An unknown id matches
+	// nothing.
+	Before string
+	Limit  int
 }
 
 // Batch is one unit of work the engine's writer commits in one transaction:

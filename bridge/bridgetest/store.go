@@ -317,8 +317,27 @@ func testListRuns(t *testing.T, s bridge.Store) {
 	for i, sp := range specs {
 		r := newRun(sp.id, sp.session, sp.principal, at(time.Duration(i+1)*time.Minute))
 		r.Status = sp.status
+		switch sp.id {
+		case "a3":
+			r.Inbound = "a2a"
+		case "b1":
+			r.Outbound = "openai"
+		case "a2", "b2":
+			r.Model = "m2"
+		}
 		mustRun(t, s, r)
 		runs[sp.id] = r
+	}
+	// Two runs created at the same time, in another session (so the
+	// filters above do not see them, but for all and limits: created last):
+	// the list orders them by insertion, newest first, and pages between
+	// them.
+	mustSession(t, s, "sess_t", "tina")
+	for _, id := range []string{"t1", "t2"} {
+		r := newRun(id, "sess_t", "tina", at(10*time.Minute))
+		r.Status = bridge.StatusCompleted
+		mustRun(t, s, r)
+		runs[id] = r
 	}
 
 	tests := []struct {
@@ -326,17 +345,29 @@ func testListRuns(t *testing.T, s bridge.Store) {
 		f    bridge.RunFilter
 		want []string
 	}{
-		{"all", bridge.RunFilter{}, []string{"b2", "b1", "a3", "a2", "a1"}},
+		{"all", bridge.RunFilter{}, []string{"t2", "t1", "b2", "b1", "a3", "a2", "a1"}},
 		{"session", bridge.RunFilter{SessionID: "sess_a"}, []string{"a3", "a2", "a1"}},
 		{"principal", bridge.RunFilter{Principal: "alice"}, []string{"b1", "a2", "a1"}},
 		{"status", bridge.RunFilter{Status: bridge.StatusRunning}, []string{"b2", "a2"}},
 		{"session and principal", bridge.RunFilter{SessionID: "sess_a", Principal: "alice"}, []string{"a2", "a1"}},
 		{"all three", bridge.RunFilter{SessionID: "sess_a", Principal: "alice", Status: bridge.StatusCompleted}, []string{"a1"}},
-		{"limit", bridge.RunFilter{Limit: 2}, []string{"b2", "b1"}},
+		{"limit", bridge.RunFilter{Limit: 2}, []string{"t2", "t1"}},
 		{"session and limit", bridge.RunFilter{SessionID: "sess_b", Limit: 1}, []string{"b2"}},
 		{"limit beyond", bridge.RunFilter{SessionID: "sess_b", Limit: 10}, []string{"b2", "b1"}},
 		{"no match", bridge.RunFilter{Status: bridge.StatusCancelled}, nil},
 		{"unknown session", bridge.RunFilter{SessionID: "nope"}, nil},
+		{"inbound", bridge.RunFilter{Inbound: "a2a"}, []string{"a3"}},
+		{"outbound", bridge.RunFilter{Outbound: "openai"}, []string{"b1"}},
+		{"model", bridge.RunFilter{Model: "m2"}, []string{"b2", "a2"}},
+		{"since", bridge.RunFilter{Since: at(3 * time.Minute)}, []string{"t2", "t1", "b2", "b1", "a3"}},
+		{"until", bridge.RunFilter{Until: at(3 * time.Minute)}, []string{"a2", "a1"}},
+		{"since and until", bridge.RunFilter{Since: at(2 * time.Minute), Until: at(4 * time.Minute)}, []string{"a3", "a2"}},
+		{"before", bridge.RunFilter{Before: "b1"}, []string{"a3", "a2", "a1"}},
+		{"before and limit", bridge.RunFilter{Before: "b2", Limit: 2}, []string{"b1", "a3"}},
+		{"before the last", bridge.RunFilter{Before: "a1"}, nil},
+		{"before and principal", bridge.RunFilter{Before: "b2", Principal: "bob"}, []string{"a3"}},
+		{"before an unknown run", bridge.RunFilter{Before: "nope"}, nil},
+		{"before, same time", bridge.RunFilter{Before: "t2"}, []string{"t1", "b2", "b1", "a3", "a2", "a1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -258,10 +258,20 @@ func (s *Store) sortedRuns() []*runRow {
 func (s *Store) ListRuns(_ context.Context, f bridge.RunFilter) ([]*bridge.Run, error) {
 	var out []*bridge.Run
 	err := s.read(func() error {
-		for _, row := range s.sortedRuns() {
+		rows := s.sortedRuns()
+		if f.Before != "" {
+			i := slices.IndexFunc(rows, func(r *runRow) bool { return r.run.ID == f.Before })
+			if i < 0 {
+				return nil
+			}
+			rows = rows[i+1:]
+		}
+		for _, row := range rows {
 			r := &row.run
 			if f.SessionID != "" && r.SessionID != f.SessionID || f.Principal != "" && r.Principal != f.Principal ||
-				f.Status != "" && r.Status != f.Status {
+				f.Status != "" && r.Status != f.Status || f.Inbound != "" && r.Inbound != f.Inbound ||
+				f.Outbound != "" && r.Outbound != f.Outbound || f.Model != "" && r.Model != f.Model ||
+				!f.Since.IsZero() && r.Created.Before(f.Since) || !f.Until.IsZero() && !r.Created.Before(f.Until) {
 				continue
 			}
 			out = append(out, cloneRun(r))

@@ -428,6 +428,24 @@ func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run
 	if f.Status != "" {
 		add("status = $%d", string(f.Status))
 	}
+	if f.Inbound != "" {
+		add("inbound = $%d", f.Inbound)
+	}
+	if f.Outbound != "" {
+		add("outbound = $%d", f.Outbound)
+	}
+	if f.Model != "" {
+		add("model = $%d", f.Model)
+	}
+	if !f.Since.IsZero() {
+		add("created >= $%d", f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		add("created < $%d", f.Until.UnixNano())
+	}
+	if f.Before != "" {
+		add("(created, ord) < (SELECT created, ord FROM runs WHERE id = $%d)", f.Before)
+	}
 	q := `SELECT ` + runSelect + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -136,6 +136,28 @@ func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
+	if f.Inbound != "" {
+		where, args = append(where, "inbound = ?"), append(args, f.Inbound)
+	}
+	if f.Outbound != "" {
+		where, args = append(where, "outbound = ?"), append(args, f.Outbound)
+	}
+	if f.Model != "" {
+		where, args = append(where, "model = ?"), append(args, f.Model)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created >= ?"), append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created < ?"), append(args, f.Until.UnixNano())
+	}
+	if f.Before != "" {
+		// The cursor run's place in the order (created DESC, rowid DESC);
+		// the bound on created alone lets runs_by_created narrow the scan.
+		where = append(where, `created <= (SELECT created FROM runs WHERE id = ?)
+			AND (created, rowid) < (SELECT created, rowid FROM runs WHERE id = ?)`)
+		args = append(args, f.Before, f.Before)
+	}
 	q := `SELECT ` + runSelect + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

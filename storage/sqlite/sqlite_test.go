@@ -104,7 +104,7 @@ func TestMigrationsReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
-		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}}
+		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
