@@ -13,10 +13,12 @@ import (
 )
 
 // Key is one inbound API key: the principal it authenticates, and the
-// dialects it may use (none: all).
+// dialects it may use (none: all). An admin key may also read every
+// principal's runs in the inspector (inbound/ui).
 type Key struct {
 	Principal string
 	Dialects  []string
+	Admin     bool
 	hash      [sha256.Size]byte
 }
 
@@ -30,6 +32,39 @@ type Keys struct {
 // AddKey adds a plain key (from BRIDGE_API_KEY or BRIDGE_API_KEYS).
 func (k *Keys) AddKey(principal, key string, dialects ...string) {
 	k.keys = append(k.keys, Key{Principal: principal, Dialects: dialects, hash: sha256.Sum256([]byte(key))})
+}
+
+// AddAdminKey adds a plain admin key (BRIDGE_ADMIN_KEY).
+func (k *Keys) AddAdminKey(principal, key string) {
+	k.keys = append(k.keys, Key{Principal: principal, Admin: true, hash: sha256.Sum256([]byte(key))})
+}
+
+// AddAdminHash is AddHash for an admin key (a config key with admin:
+// true).
+func (k *Keys) AddAdminHash(principal, hexHash string, dialects ...string) error {
+	if err := k.AddHash(principal, hexHash, dialects...); err != nil {
+		return err
+	}
+	k.keys[len(k.keys)-1].Admin = true
+	return nil
+}
+
+// Lookup returns the key r presents: CodeUnauthenticated when it presents
+// none or an unknown one. With no keys configured it is an error too: the
+// caller decides what an open bridge allows.
+func (k *Keys) Lookup(r *http.Request) (Key, error) {
+	presented := PresentedKey(r)
+	if presented == "" {
+		return Key{}, bridge.Errorf(bridge.CodeUnauthenticated, "no API key: send Authorization: Bearer <key>")
+	}
+	if !k.Enabled() {
+		return Key{}, bridge.Errorf(bridge.CodeUnauthenticated, "invalid API key")
+	}
+	key, ok := k.lookup(presented)
+	if !ok {
+		return Key{}, bridge.Errorf(bridge.CodeUnauthenticated, "invalid API key")
+	}
+	return key, nil
 }
 
 // AddHash adds a key given as the hex SHA-256 of its value (how the config

@@ -43,6 +43,11 @@ type Config struct {
 	MaxConnections int `yaml:"max_connections"`
 	// Keys are inbound API keys, held as hashes (bridge hash-key prints one).
 	Keys []KeyConfig `yaml:"keys"`
+	// RecordUpstream records every run's upstream calls for the
+	// inspector (/ui/), in memory, each body cut at 256 KiB, credentials
+	// redacted. Without it a run is recorded when its request carries
+	// X-Bridge-Record: upstream.
+	RecordUpstream bool `yaml:"record_upstream"`
 	// A2A describes the agent the A2A endpoint presents in its card.
 	A2A A2AConfig `yaml:"a2a"`
 }
@@ -83,6 +88,9 @@ type KeyConfig struct {
 	SHA256 string `yaml:"sha256"`
 	// Dialects limits the key to these dialects' endpoints (none: all).
 	Dialects []string `yaml:"dialects"`
+	// Admin lets the key read every principal's runs in the inspector
+	// (/ui/); any other key sees its own principal's runs only.
+	Admin bool `yaml:"admin"`
 }
 
 // Upstream is one configured upstream.

@@ -18,6 +18,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
 	"github.com/bridge-dev/bridge/inbound/runs"
+	"github.com/bridge-dev/bridge/inbound/ui"
 	"github.com/bridge-dev/bridge/otel"
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/storage/postgres"
@@ -103,13 +104,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		secrets = append(secrets, upstreamKey(u))
 	}
 	creds := outbound.NewCredentials(secrets...)
+	rec := &ui.Recorder{All: cfg.RecordUpstream, Secrets: secrets}
+	// The recorder is innermost, next to the wire: it sees what was sent
+	// and received, traceparent included.
+	transport := func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rec.Transport(rt)) }
 	for _, u := range cfg.Upstreams {
 		d, ok := dialect(u.Dialect)
 		if !ok || d.Outbound == nil {
 			store.Close()
 			return nil, fmt.Errorf("upstream %s: the bridge cannot call dialect %q", u.Name, u.Dialect)
 		}
-		up := d.Outbound(u, OutboundDeps{Key: upstreamKey(u), HTTP: outbound.NewHTTPClient(u.Timeouts, tel.Transport), IDs: store, EchoDelay: cfg.EchoDelay})
+		up := d.Outbound(u, OutboundDeps{Key: upstreamKey(u), HTTP: outbound.NewHTTPClient(u.Timeouts, transport), IDs: store, EchoDelay: cfg.EchoDelay})
 		// Outermost first: one client span around the retries; retries go
 		// around the breaker, so an open breaker stops them at once; the
 		// credentials scrub is innermost, so nothing above it (spans,
@@ -209,6 +214,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, authenticate(keys, "", def.WriteError), inbound.CheckIDs(def.WriteError, ra)))
 	}
 	m.routes = append(m.routes, ra.Routes()...)
+	// The inspector: an admin key sees every run, another key its
+	// principal's; with no keys, loopback clients see every run.
+	access := ui.Open
+	if keys.Enabled() {
+		access = ui.KeyAccess(keys)
+	}
+	insp := ui.New(ui.Config{Engine: engine, Store: store, Dialects: byName, Default: def, Recorder: rec, Access: access})
+	for _, p := range insp.Routes() {
+		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, insp.Authenticate, insp))
+	}
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	m.routes = append(m.routes, insp.Routes()...)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
@@ -231,7 +248,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	}
 	m.ln = netutil.LimitListener(ln, maxConns)
 	m.srv = &http.Server{
-		Handler:           inbound.WriteDeadline(cfg.WriteTimeout, tel.Handler(mux, "/healthz", "/metrics")),
+		Handler:           inbound.WriteDeadline(cfg.WriteTimeout, tel.Handler(rec.Middleware(mux), "/healthz", "/metrics")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -272,7 +289,9 @@ func resumeRuns(ctx context.Context, engine *bridge.Engine, rt *routes, running 
 
 // loadKeys reads the inbound keys: BRIDGE_API_KEY (principal "default"),
 // BRIDGE_API_KEYS=k1,k2,... (each its own principal, named by a prefix of
-// the key's hash) and the config's keys (held as hashes). None: no auth.
+// the key's hash), the config's keys (held as hashes; admin: true marks an
+// inspector admin) and BRIDGE_ADMIN_KEY (principal "admin", an inspector
+// admin). None: no auth.
 func loadKeys(cfg Config) (*inbound.Keys, error) {
 	keys := &inbound.Keys{}
 	if k := os.Getenv("BRIDGE_API_KEY"); k != "" {
@@ -287,9 +306,16 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 		if k.Name == "" {
 			return nil, fmt.Errorf("keys[%d]: no name", i)
 		}
-		if err := keys.AddHash(k.Name, k.SHA256, k.Dialects...); err != nil {
+		add := keys.AddHash
+		if k.Admin {
+			add = keys.AddAdminHash
+		}
+		if err := add(k.Name, k.SHA256, k.Dialects...); err != nil {
 			return nil, err
 		}
+	}
+	if k := os.Getenv("BRIDGE_ADMIN_KEY"); k != "" {
+		keys.AddAdminKey("admin", k)
 	}
 	return keys, nil
 }

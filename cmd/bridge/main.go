@@ -77,6 +77,7 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	config := fs.String("config", "", "YAML config file (listen, db, upstreams, ...)")
 	retention := fs.Duration("retention", cfg.Retention, "how long events are kept after their run ends")
 	echoDelay := fs.Duration("echo-delay", 0, "pause between the echo upstream's words")
+	record := fs.Bool("record-upstream", false, "record every run's upstream calls for the inspector at /ui/ (in memory, capped, keys redacted)")
 	var ups upstreamFlags
 	fs.Var(&ups, "upstream", "upstream as DIALECT=URL (openai=http://host/v1) or echo; repeatable")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +107,9 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	}
 	if set["echo-delay"] {
 		cfg.EchoDelay = *echoDelay
+	}
+	if set["record-upstream"] {
+		cfg.RecordUpstream = *record
 	}
 	if len(ups) > 0 {
 		cfg.Upstreams = nil

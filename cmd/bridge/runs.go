@@ -8,21 +8,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound/ui"
 	"github.com/bridge-dev/bridge/server"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
 const runsUsage = `usage:
-  bridge runs list [--db F] [--session S] [--status X] [--limit N] [--json]
+  bridge runs list [--db F] [--session S] [--status X] [--inbound D] [--outbound D]
+                   [--model M] [--since T] [--before RUN] [--limit N] [--json]
   bridge runs show RUN [--db F] [--json]
 
-list prints the newest runs first; show prints one run's timeline: its
+list prints the newest runs first (the inspector's list at /ui/, with the
+same filters; --since takes RFC 3339 or a duration back from now, 1h); show prints one run's timeline: its
 dialects, model, upstream ids, each event with its offset in ms from the
 run's start, tool calls, usage, outcome and trace id. Message contents are
 not printed (text is counted in characters, arguments in bytes).
@@ -86,6 +88,11 @@ func runsList(args []string, stdout, stderr io.Writer) error {
 	db := fs.String("db", server.DefaultConfig().DB, "the bridge's SQLite file")
 	session := fs.String("session", "", "only the runs of this session")
 	status := fs.String("status", "", "only runs in this status (running, completed, failed, cancelled, interrupted, input_required)")
+	inbound := fs.String("inbound", "", "only runs whose client spoke this dialect")
+	outbound := fs.String("outbound", "", "only runs whose upstream spoke this dialect")
+	model := fs.String("model", "", "only runs of this model")
+	since := fs.String("since", "", "only runs created since this time (RFC 3339, or a duration back from now)")
+	before := fs.String("before", "", "only runs older than this run (the next page)")
 	limit := fs.Int("limit", 50, "at most this many runs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseRunsFlags(fs, args)
@@ -101,13 +108,20 @@ func runsList(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("runs list: unknown status %q", *status)
 	}
+	f := bridge.RunFilter{SessionID: *session, Status: bridge.Status(*status), Inbound: *inbound, Outbound: *outbound, Model: *model,
+		Before: *before, Limit: max(*limit, 1)}
+	if *since != "" {
+		if f.Since, err = ui.ParseSince(*since, time.Now()); err != nil {
+			return fmt.Errorf("runs list: --since: %w", err)
+		}
+	}
 	ctx := context.Background()
 	store, err := openRunsStore(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	list, err := store.ListRuns(ctx, bridge.RunFilter{SessionID: *session, Status: bridge.Status(*status), Limit: max(*limit, 1)})
+	list, err := store.ListRuns(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -160,139 +174,24 @@ func runsShow(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tl := buildRunTimeline(ctx, store, run, evs)
+	tl := ui.BuildTimeline(ctx, store, run, evs)
 	if *asJSON {
 		return tlWriteJSON(stdout, tl)
 	}
-	tl.print(stdout)
+	printTimeline(stdout, tl)
 	return nil
 }
 
-// timeline is a run as `runs show` prints it; its JSON is what --json
-// prints.
-type runTimeline struct {
-	Run        *bridge.Run   `json:"run"`
-	DurationMS *float64      `json:"duration_ms,omitempty"`
-	TTFTMS     *float64      `json:"ttft_ms,omitempty"`
-	Upstream   tlUpstreamIDs `json:"upstream_ids"`
-	Events     []tlEvent     `json:"events"`
-	ToolCalls  []tlToolCall  `json:"tool_calls"`
-	Final      *bridge.Final `json:"final,omitempty"`
-	// EventsDeleted says the retention janitor has removed the events.
-	EventsDeleted bool `json:"events_deleted,omitempty"`
-}
+// The timeline is the inspector's (inbound/ui): both show the same data.
+type (
+	runTimeline = ui.Timeline
+	tlEvent     = ui.TimelineEvent
+	tlToolCall  = ui.ToolCall
+)
 
-// upstreamIDs are the ids the upstream gave the run.
-type tlUpstreamIDs struct {
-	Run       string   `json:"run,omitempty"`
-	Responses []string `json:"responses,omitempty"`
-	// Events counts the events that carry an upstream event id; First and
-	// Last are the first and last of those ids.
-	Events     int    `json:"events,omitempty"`
-	FirstEvent string `json:"first_event,omitempty"`
-	LastEvent  string `json:"last_event,omitempty"`
-}
-
-// timelineEvent is one event without its contents.
-type tlEvent struct {
-	Seq        int64         `json:"seq"`
-	OffsetMS   float64       `json:"offset_ms"`
-	Kind       bridge.Kind   `json:"kind"`
-	Source     bridge.Source `json:"source,omitempty"`
-	Index      int           `json:"index,omitempty"`
-	Chars      int           `json:"chars,omitempty"`
-	ToolCallID string        `json:"tool_call_id,omitempty"`
-	ToolName   string        `json:"tool_name,omitempty"`
-	ResponseID string        `json:"response_id,omitempty"`
-	Model      string        `json:"model,omitempty"`
-	UpstreamID string        `json:"upstream_id,omitempty"`
-	Usage      *bridge.Usage `json:"usage,omitempty"`
-	Error      *bridge.Error `json:"error,omitempty"`
-	Final      *bridge.Final `json:"final,omitempty"`
-	Role       bridge.Role   `json:"role,omitempty"` // a steer's message
-	ArgBytes   int           `json:"argument_bytes,omitempty"`
-	Result     *tlResult     `json:"result,omitempty"`
-}
-
-// resultSummary is a tool result without its content.
-type tlResult struct {
-	CallID  string `json:"call_id"`
-	IsError bool   `json:"is_error,omitempty"`
-	Parts   int    `json:"parts"`
-}
-
-// toolCall is one tool call the run recorded.
-type tlToolCall struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name"`
-	OffsetMS float64 `json:"offset_ms"`
-	ArgBytes int     `json:"argument_bytes"`
-	// RemoteID is the id the upstream knows the call by, when it differs.
-	RemoteID string `json:"remote_id,omitempty"`
-	Result   string `json:"result,omitempty"` // "ok" or "error" when the stream carried one
-}
-
-func buildRunTimeline(ctx context.Context, store *sqlite.Store, run *bridge.Run, evs []bridge.Event) *runTimeline {
-	tl := &runTimeline{Run: run, Events: []tlEvent{}, ToolCalls: []tlToolCall{}, Upstream: tlUpstreamIDs{Run: run.UpstreamRunID}}
-	tl.EventsDeleted = len(evs) == 0 && run.LastSeq > 0
-	if !run.Finished.IsZero() {
-		d := tlMS(run.Finished.Sub(run.Created))
-		tl.DurationMS = &d
-	}
-	calls := map[string]int{}
-	for _, ev := range evs {
-		te := tlEvent{Seq: ev.Seq, OffsetMS: tlMS(ev.Time.Sub(run.Created)), Kind: ev.Kind, Source: ev.Source, Index: ev.Index,
-			Chars: len([]rune(ev.Text)), ResponseID: ev.ResponseID, Model: ev.Model, UpstreamID: ev.UpstreamID,
-			Usage: ev.Usage, Error: ev.Error, Final: ev.Final}
-		switch ev.Kind {
-		case bridge.KindTextDelta, bridge.KindReasoningDelta, bridge.KindToolCallStarted:
-			if tl.TTFTMS == nil {
-				v := te.OffsetMS
-				tl.TTFTMS = &v
-			}
-		case bridge.KindFinal:
-			tl.Final = ev.Final
-		case bridge.KindToolResult:
-			if r := ev.ToolResult; r != nil {
-				te.Result = &tlResult{CallID: r.CallID, IsError: r.IsError, Parts: len(r.Content)}
-				if i, ok := calls[r.CallID]; ok {
-					tl.ToolCalls[i].Result = map[bool]string{false: "ok", true: "error"}[r.IsError]
-				}
-			}
-		}
-		if ev.Message != nil {
-			te.Role = ev.Message.Role
-			te.Chars = len([]rune(ev.Message.Text()))
-		}
-		if c := ev.ToolCall; c != nil {
-			te.ToolCallID, te.ToolName, te.ArgBytes = c.ID, c.Name, len(c.Arguments)
-			if ev.Kind == bridge.KindToolCallDone {
-				tc := tlToolCall{ID: c.ID, Name: c.Name, OffsetMS: te.OffsetMS, ArgBytes: len(c.Arguments)}
-				if remote, err := store.RemoteID(ctx, bridge.IDToolCall, run.Upstream, c.ID); err == nil && remote != c.ID {
-					tc.RemoteID = remote
-				}
-				calls[c.ID] = len(tl.ToolCalls)
-				tl.ToolCalls = append(tl.ToolCalls, tc)
-			}
-		}
-		if ev.ResponseID != "" && !slices.Contains(tl.Upstream.Responses, ev.ResponseID) {
-			tl.Upstream.Responses = append(tl.Upstream.Responses, ev.ResponseID)
-		}
-		if ev.UpstreamID != "" {
-			if tl.Upstream.Events == 0 {
-				tl.Upstream.FirstEvent = ev.UpstreamID
-			}
-			tl.Upstream.Events++
-			tl.Upstream.LastEvent = ev.UpstreamID
-		}
-		tl.Events = append(tl.Events, te)
-	}
-	return tl
-}
-
-// print writes the human timeline. Runs of deltas of one kind and index
+// printTimeline writes the human timeline. Runs of deltas of one kind and index
 // are folded into one line.
-func (tl *runTimeline) print(w io.Writer) {
+func printTimeline(w io.Writer, tl *runTimeline) {
 	r := tl.Run
 	p := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
