@@ -165,6 +165,7 @@ type chain struct {
 	upstream string // the upstream's name in the grid
 	front    string // the front bridge's base URL, the one adapters call
 	back     string // the second bridge's base URL ("" when none)
+	backMain *Main  // the second bridge
 	model    *convModel
 	adkURL   string // the ADK api_server (over adk-server)
 }
@@ -201,9 +202,10 @@ func convUpstreams() []convUpstream {
 	overBridge := func(dialect string) func(t *testing.T) *chain {
 		return func(t *testing.T) *chain {
 			m := newConvModel(t)
-			back := convBridge(t, Upstream{Name: "model", Dialect: "openai", URL: m.baseURL()})
+			bm := convMain(t, Upstream{Name: "model", Dialect: "openai", URL: m.baseURL()})
+			back := "http://" + bm.Addr()
 			front := convBridge(t, Upstream{Name: dialect, Dialect: dialect, URL: back})
-			return &chain{upstream: dialect, front: front, back: back, model: m}
+			return &chain{upstream: dialect, front: front, back: back, backMain: bm, model: m}
 		}
 	}
 	return []convUpstream{
@@ -226,10 +228,45 @@ func convUpstreams() []convUpstream {
 // the scripted one.
 func convBridge(t *testing.T, up Upstream) string {
 	t.Helper()
+	return "http://" + convMain(t, up).Addr()
+}
+
+func convMain(t *testing.T, up Upstream) *Main {
+	t.Helper()
 	cfg := defaultConfig()
 	cfg.Model = convModelName
 	cfg.Upstreams = []Upstream{up}
-	return "http://" + startMain(t, cfg).Addr()
+	return startMain(t, cfg)
+}
+
+// upstreamRuns are the runs of the second bridge's session whose input
+// mentions tag (the upstream side of a front bridge's session).
+func (c *chain) upstreamRuns(ctx context.Context, t *testing.T, tag string) []*bridge.Run {
+	t.Helper()
+	st := c.backMain.Store()
+	all, err := st.ListRuns(ctx, bridge.RunFilter{Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		msgs, err := st.RunMessages(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			for _, p := range m.Parts {
+				if strings.Contains(p.Text, tag) {
+					runs, err := st.ListRuns(ctx, bridge.RunFilter{SessionID: r.SessionID, Limit: 10000})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return runs
+				}
+			}
+		}
+	}
+	t.Fatalf("the second bridge has no run of %s", tag)
+	return nil
 }
 
 // ---- probes of the chain -----------------------------------------------------

@@ -48,13 +48,13 @@ type convCapability struct {
 func convCapabilities() []convCapability {
 	return []convCapability{
 		{"run", "run", "a turn streams the whole answer and its run completes", caseRun},
-		{"stop", "stop", "stopping a running turn cancels its run, and the upstream's run stops (the model's request is dropped; over a second bridge, its run is cancelled)", caseStop},
+		{"stop", "stop", "stopping a running turn cancels its run, and the upstream's run stops (the model's request is dropped; over a second bridge, its one run of the turn is cancelled; the ADK api_server's session never gets the whole answer)", caseStop},
 		{"resume", "resume from every frame", "for every frame k of a short run, the frames up to k and those resumed from k's id together equal the uncut stream, byte for byte", caseResume},
 		{"reload", "reload", "the history of a running run, then a resume from the cursor it gives: the history's partial answer and the resumed answer together are the whole answer, no duplicate", caseReload},
-		{"tool-loop", "tool loop", "the model calls a client tool, the client sends its result: one run id for both legs, one run in the history; the A2A and ADK clients declare no tools, so theirs is over the ADK agent: its own tool, then its call of a client tool (an input-required task with a function_call data part, a long-running functionCall) answered with a function response", caseToolLoop},
+		{"tool-loop", "tool loop", "the model calls a client tool, the client sends its result: one run id for both legs, one run in the history (over a second bridge, one run there too); the A2A and ADK clients declare no tools, so theirs is over the ADK agent: its own tool, then its call of a client tool (an input-required task with a function_call data part, a long-running functionCall) answered with a function response", caseToolLoop},
 		{"regenerate", "regenerate", "the last turn again with `X-Replace-From`: the history holds the earlier run and the new one, and the upstream's request holds no discarded turn", caseRegenerate},
 		{"edit", "edit", "the first turn edited with `X-Replace-From` (two turns discarded): the history holds the new run alone, and the upstream's request only the edited turn", caseEdit},
-		{"steer", "steer", "a message added to a running turn reaches the model in the same run of the front bridge, and that run's stream carries the answer to it (whether, over `a2a=` and `adk=`, it also lands in the same upstream turn is not checked)", caseSteer},
+		{"steer", "steer", "a message added to a running turn reaches the model in the same run, and that run's stream carries the answer to it; over a second bridge the steer lands in its run of the turn (one run there)", caseSteer},
 	}
 }
 
@@ -217,6 +217,9 @@ func caseStop(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	if r.Status != bridge.StatusCancelled {
 		t.Errorf("run %s: %s (%s), want cancelled", run, r.Status, r.Reason)
 	}
+	if c.backMain != nil {
+		oneUpstreamRun(ctx, t, c, tag, bridge.StatusCancelled)
+	}
 	if c.model != nil {
 		waitCond(ctx, t, "the model's request to be dropped", func() bool {
 			reqs := c.model.requests(tag)
@@ -334,6 +337,9 @@ func caseToolLoop(ctx context.Context, t *testing.T, a convAdapter, c *chain, ta
 	if h := a.history(ctx, t, c, s); !slices.Equal(h.runIDs(), []string{r1}) {
 		t.Errorf("history runs %v, want [%s]", h.runIDs(), r1)
 	}
+	if c.backMain != nil {
+		oneUpstreamRun(ctx, t, c, tag, bridge.StatusCompleted) // the result continued the upstream's run
+	}
 }
 
 // agentToolLoop is the tool loop of an adapter whose client declares no
@@ -394,6 +400,24 @@ func twoTurns(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag st
 	r2, f2 := convTurn(ctx, t, a, c, s, q2, turnOpts{})
 	s.record(q2, a.answer(f2))
 	return s, q1, q2, r1, r2
+}
+
+// oneUpstreamRun checks that over a second bridge the case's turn is one
+// run there too, which ends with status want.
+func oneUpstreamRun(ctx context.Context, t *testing.T, c *chain, tag string, want bridge.Status) {
+	t.Helper()
+	var runs []*bridge.Run
+	waitCond(ctx, t, "the second bridge's run to end", func() bool {
+		runs = c.upstreamRuns(ctx, t, tag)
+		return !slices.ContainsFunc(runs, func(r *bridge.Run) bool { return r.Status == bridge.StatusRunning })
+	})
+	if len(runs) != 1 || runs[0].Status != want {
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.ID+" "+string(r.Status))
+		}
+		t.Errorf("the second bridge's session holds runs %v, want one, %s", got, want)
+	}
 }
 
 // checkModelContext checks the model's last request of the case's tag:
@@ -503,6 +527,9 @@ func caseSteer(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag s
 	}
 	if r := waitRunState(ctx, t, c.front, run); r.Status != bridge.StatusCompleted {
 		t.Errorf("run %s: %s (%s), want completed", run, r.Status, r.Reason)
+	}
+	if c.backMain != nil {
+		oneUpstreamRun(ctx, t, c, tag, bridge.StatusCompleted) // the steer landed in the upstream's turn
 	}
 	if c.model != nil {
 		reqs := c.model.requests(tag)
