@@ -8,10 +8,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -128,7 +130,30 @@ func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
 		{Name: "oa", Dialect: "openai", URL: oa.BaseURL(), Models: []string{"o401", "o403", "o500", "oraw", "omid"}, Breaker: quiet},
 		{Name: "an", Dialect: "anthropic", URL: an.URL, APIKeyEnv: "ATTACK_ANTHROPIC_KEY", Models: []string{"a401", "a500"}, Breaker: quiet},
 	}
-	m := startMain(t, cfg)
+	cfg.Listen, cfg.DB = "127.0.0.1:0", filepath.Join(t.TempDir(), "bridge.db")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedWriter{} // every level, to see what the logs would hold
+	m, err := NewMain(t.Context(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.Run() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = m.Close(ctx)
+		count.add("log-scan")
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if l := leaks(logs.buf.String()); len(l) > 0 {
+			t.Errorf("the logs hold %q", l)
+		}
+		if logs.buf.Len() == 0 {
+			t.Errorf("nothing was logged: the log check proves nothing")
+		}
+	})
 	base := "http://" + m.Addr()
 
 	type tc struct {
