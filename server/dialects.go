@@ -153,7 +153,8 @@ var Dialects = []Dialect{
 		Name: "responses", URL: "the base URL the SDK takes, such as https://api.openai.com/v1", Idempotent: true, Stateful: true,
 		GenAI: otel.GenAI{Provider: "openai", Operation: "chat"},
 		Inbound: func(d InboundDeps) ServedDialect {
-			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Logger: d.Log})
+			rs, _ := d.Store.(bridge.ResponseStore) // every store of storage/ keeps them
+			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Responses: rs, Logger: d.Log})
 		},
 		Outbound: func(u Upstream, d OutboundDeps) bridge.Upstream {
 			return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: d.Key, Model: u.Model, Stateful: u.Stateful,

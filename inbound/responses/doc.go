@@ -13,12 +13,13 @@
 // # State over any upstream
 //
 // A response is a segment of a run: the events of the run after the seq it
-// started at, up to the first final. A response id names its record in the
-// store's id map (kind "response", scoped by principal, so another
-// principal's id is not found); beside it the id map holds the input items,
-// the finished Response object, the session's latest response and the
-// run's segments. Nothing needs a table of its own: the transcript is the
-// session's, the events are the run's.
+// started at, up to the first final. A stored response is a row of the
+// store's bridge.ResponseStore (scoped by principal, so another principal's
+// id is not found): its run, session and start, its input items, the
+// finished Response object, and where it ended in its session once a later
+// response began (0 while it is the session's latest). The transcript is
+// the session's, the events are the run's. Without a ResponseStore, store:
+// true is refused.
 //
 // store defaults to true. previous_response_id names the response whose
 // session the new one continues: when it is that session's latest, the new

@@ -24,8 +24,12 @@ import (
 // Config configures a Handler.
 type Config struct {
 	Engine *bridge.Engine
-	// Store holds the stored responses (the engine's store).
+	// Store is the engine's store, for the transcripts of sessions.
 	Store Store
+	// Responses keeps the stored responses (the engine's store, when it
+	// implements bridge.ResponseStore). Without it a request with store:
+	// true is refused.
+	Responses bridge.ResponseStore
 	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
 	MaxBody int64
 	Logger  *slog.Logger
@@ -70,7 +74,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), rec: records{s: cfg.Store}}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), rec: records{s: cfg.Store, resp: cfg.Responses}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.mux.HandleFunc(routes[0], h.create)
 	h.mux.HandleFunc(routes[1], h.get)
@@ -133,11 +137,16 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 			Message: "background: a background response must be stored (store: true)"})
 		return
 	}
+	if cr.Store && h.cfg.Responses == nil {
+		h.WriteError(w, &bridge.Error{Code: bridge.CodeUnsupported, Param: "store",
+			Message: "store: this bridge's store keeps no responses; send store: false"})
+		return
+	}
 	ctx := r.Context()
 	principal := bridge.PrincipalFromContext(ctx)
 	now := h.cfg.Now()
-	rec := &record{ID: bridge.NewID("resp_"), Prev: cr.PreviousResponseID, Created: now.Unix(), Model: cr.Hub.Model,
-		Background: cr.Background, Echo: cr.Echo}
+	rec := &record{ID: bridge.NewID("resp_"), Principal: principal, Previous: cr.PreviousResponseID,
+		Created: time.Unix(now.Unix(), 0).UTC(), Model: cr.Hub.Model, Background: cr.Background, Echo: cr.Echo}
 	req := cr.Hub
 	req.Render, _ = json.Marshal(render{Response: rec.ID})
 	req.ClientRunID = r.Header.Get(HeaderClientRunID)
@@ -150,7 +159,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	rec.Run, rec.Session, rec.After = run.ID, run.SessionID, run.LastSeq
+	rec.RunID, rec.SessionID, rec.After = run.ID, run.SessionID, run.LastSeq
 	w.Header().Set(HeaderRunID, run.ID)
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(rec)
@@ -186,8 +195,8 @@ func (h *Handler) replaceTarget(ctx context.Context, principal, id string) strin
 	if id == "" {
 		return ""
 	}
-	if rec, err := h.rec.get(ctx, principal, id); err == nil && rec.Run != "" {
-		return rec.Run
+	if rec, err := h.rec.get(ctx, principal, id); err == nil {
+		return rec.RunID
 	}
 	return id
 }
@@ -196,7 +205,10 @@ func (h *Handler) replaceTarget(ctx context.Context, principal, id string) strin
 // records the response (when it is stored).
 func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request, rec *record, header string) (*bridge.Run, error) {
 	req := cr.Hub
-	var session string
+	// end is the position of the session's last message before this
+	// response adds to it (-1: it starts a session): where the responses
+	// it follows ended.
+	end := int64(-1)
 	switch {
 	case cr.PreviousResponseID != "":
 		prev, err := h.rec.get(ctx, principal, cr.PreviousResponseID)
@@ -206,18 +218,18 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 			}
 			return nil, err
 		}
-		session = prev.Session
-		defer h.locks.lock(session)()
-		if err := h.chain(ctx, principal, prev, req); err != nil {
+		defer h.locks.lock(prev.SessionID)()
+		if end, err = h.chain(ctx, prev, req); err != nil {
 			return nil, err
 		}
 	case header != "":
-		session = header
-		defer h.locks.lock(session)()
+		defer h.locks.lock(header)()
 		req.Full, req.SessionID = true, header
-		if err := h.endHead(ctx, principal, session); err != nil {
+		pos, err := h.rec.lastPosition(ctx, header)
+		if err != nil {
 			return nil, err
 		}
+		end = pos
 	default:
 		req.Full = true // a session of its own
 	}
@@ -225,16 +237,19 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 	if err != nil {
 		return nil, err
 	}
-	if !cr.Store {
-		// Not kept, but the session's chain has moved on: a later
-		// response continuing an older one branches from it.
-		if err := h.rec.set(ctx, kindHead, principal, run.SessionID, rec.ID); err != nil {
-			h.cfg.Logger.Warn("record the session's latest response", "session", run.SessionID, "err", err)
+	if end > 0 {
+		// The session's chain has moved on (whether or not this one is
+		// kept): a later response continuing an earlier one branches
+		// from where it ended.
+		if err := h.rec.end(ctx, principal, run.SessionID, end); err != nil {
+			h.cfg.Logger.Warn("record where the session's responses ended", "session", run.SessionID, "err", err)
 		}
+	}
+	if !cr.Store {
 		return run, nil
 	}
-	rec.Run, rec.Session, rec.After = run.ID, run.SessionID, run.LastSeq
-	if err := h.save(ctx, principal, rec, cr.Input, run); err != nil {
+	rec.RunID, rec.SessionID, rec.After = run.ID, run.SessionID, run.LastSeq
+	if err := h.save(ctx, rec, cr.Input); err != nil {
 		h.cfg.Logger.Error("store response", "response", rec.ID, "run", run.ID, "err", err)
 		_, _ = h.cfg.Engine.Abort(context.WithoutCancel(ctx), run.ID)
 		return nil, &bridge.Error{Code: bridge.CodeUnavailable, RetryAfter: 5 * time.Second,
@@ -260,97 +275,43 @@ func (h *Handler) startRun(ctx context.Context, req *bridge.Request) (*bridge.Ru
 }
 
 // chain sets req up to continue prev: in prev's session when prev is its
-// latest response, else (a branch) in a new session holding the
-// transcript up to prev. The caller holds prev's session lock.
-func (h *Handler) chain(ctx context.Context, principal string, prev *record, req *bridge.Request) error {
-	head, _, err := h.rec.value(ctx, kindHead, principal, prev.Session)
-	if err != nil {
-		return err
-	}
-	if head == prev.ID {
-		run, err := h.cfg.Engine.Run(ctx, prev.Run)
+// latest response (it has not ended), else (a branch) in a new session
+// holding the transcript up to where prev ended. It returns the position
+// of the session's last message before the new response adds to it (-1
+// for a branch). The caller holds prev's session lock.
+func (h *Handler) chain(ctx context.Context, prev *record, req *bridge.Request) (int64, error) {
+	if prev.End == 0 {
+		run, err := h.cfg.Engine.Run(ctx, prev.RunID)
 		if err != nil {
-			return previousNotFound(prev.ID)
+			return 0, previousNotFound(prev.ID)
 		}
 		if run.Status == bridge.StatusRunning {
-			return &bridge.Error{Code: bridge.CodeInvalid, Param: "previous_response_id",
+			return 0, &bridge.Error{Code: bridge.CodeInvalid, Param: "previous_response_id",
 				Message: fmt.Sprintf("Previous response with id '%s' is still in progress.", prev.ID)}
 		}
-		if err := h.endHead(ctx, principal, prev.Session); err != nil {
-			return err
+		pos, err := h.rec.lastPosition(ctx, prev.SessionID)
+		if err != nil {
+			return 0, err
 		}
-		req.SessionID, req.Full = prev.Session, false
-		return nil
+		req.SessionID, req.Full = prev.SessionID, false
+		return pos, nil
 	}
-	end, err := h.endOf(ctx, principal, prev)
+	msgs, _, err := h.rec.s.Messages(ctx, prev.SessionID, prev.End+1, 0)
 	if err != nil {
-		return err
-	}
-	msgs, _, err := h.rec.s.Messages(ctx, prev.Session, end+1, 0)
-	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := range msgs {
 		msgs[i].ID, msgs[i].RunID = "", ""
 	}
 	req.Messages = append(msgs, req.Messages...)
 	req.SessionID, req.Full = "", true
-	return nil
+	return -1, nil
 }
 
-// endHead records where the session's latest response ended (its last
-// message now), before a new response adds to the session. The caller
-// holds the session's lock.
-func (h *Handler) endHead(ctx context.Context, principal, session string) error {
-	head, ok, err := h.rec.value(ctx, kindHead, principal, session)
-	if err != nil || !ok {
-		return err
-	}
-	if _, ok, err := h.rec.value(ctx, kindEnd, principal, head); err != nil || ok {
-		return err
-	}
-	pos, err := h.rec.lastPosition(ctx, session)
-	if err != nil {
-		return err
-	}
-	return h.rec.set(ctx, kindEnd, principal, head, strconv.FormatInt(pos, 10))
-}
-
-// endOf is where prev ended in its session: as recorded, else (prev's
-// successor was not made by this handler) its run's last message.
-func (h *Handler) endOf(ctx context.Context, principal string, prev *record) (int64, error) {
-	v, ok, err := h.rec.value(ctx, kindEnd, principal, prev.ID)
-	if err != nil {
-		return 0, err
-	}
-	if ok {
-		return strconv.ParseInt(v, 10, 64)
-	}
-	msgs, err := h.cfg.Engine.RunMessages(ctx, prev.Run)
-	if err != nil || len(msgs) == 0 {
-		return 0, previousNotFound(prev.ID)
-	}
-	return position(msgs[len(msgs)-1].ID), nil
-}
-
-// save records a new response: its record, input items, the run's
-// segments, and the session's latest response.
-func (h *Handler) save(ctx context.Context, principal string, rec *record, input []json.RawMessage, run *bridge.Run) error {
-	if err := h.rec.put(ctx, principal, rec); err != nil {
-		return err
-	}
-	if err := h.rec.set(ctx, kindInput, principal, rec.ID, string(inputItems(rec.ID, input))); err != nil {
-		return err
-	}
-	segs, err := h.rec.segments(ctx, principal, run.ID)
-	if err != nil {
-		return err
-	}
-	segs = append(segs, segment{After: rec.After, ID: rec.ID})
-	if err := h.rec.putSegments(ctx, principal, run.ID, segs); err != nil {
-		return err
-	}
-	return h.rec.set(ctx, kindHead, principal, run.SessionID, rec.ID)
+// save records a new response with its input items.
+func (h *Handler) save(ctx context.Context, rec *record, input []json.RawMessage) error {
+	rec.Input = inputItems(rec.ID, input)
+	return h.cfg.Responses.PutResponse(ctx, rec)
 }
 
 // inputItems gives each input item an id (its own, derived from the
@@ -395,7 +356,7 @@ func inputItems(respID string, items []json.RawMessage) []byte {
 }
 
 func streamOptions(rec *record) wire.StreamOptions {
-	return wire.StreamOptions{ID: rec.ID, Model: rec.Model, Created: rec.Created, Echo: rec.Echo, Background: rec.Background}
+	return wire.StreamOptions{ID: rec.ID, Model: rec.Model, Created: rec.Created.Unix(), Echo: rec.Echo, Background: rec.Background}
 }
 
 // finish stores the Response object once the response's run ends its
@@ -406,17 +367,17 @@ func (h *Handler) finish(principal string, rec *record, opt wire.StreamOptions) 
 	if err != nil || !acc.Finished() {
 		return
 	}
-	if err := h.rec.set(ctx, kindOutput, principal, rec.ID, string(acc.Response(""))); err != nil {
+	if err := h.cfg.Responses.FinishResponse(ctx, principal, rec.ID, acc.Response("")); err != nil {
 		h.cfg.Logger.Warn("store response output", "response", rec.ID, "err", err)
 	}
-	h.dropped(ctx, rec.Run, acc.Dropped())
+	h.dropped(ctx, rec.RunID, acc.Dropped())
 }
 
 // accumulate folds the response's events in: up to its final, or, with
 // snapshot, only those committed now.
 func (h *Handler) accumulate(ctx context.Context, rec *record, opt wire.StreamOptions, snapshot bool) (*wire.Accumulator, error) {
 	acc := wire.NewAccumulator(opt)
-	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	run, err := h.cfg.Engine.Run(ctx, rec.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +387,7 @@ func (h *Handler) accumulate(ctx context.Context, rec *record, opt wire.StreamOp
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_, events, err := h.cfg.Engine.Subscribe(ctx, rec.Run, rec.After)
+	_, events, err := h.cfg.Engine.Subscribe(ctx, rec.RunID, rec.After)
 	if err != nil {
 		return nil, err
 	}
@@ -619,10 +580,7 @@ func (h *Handler) segmentAt(ctx context.Context, run *bridge.Run, cursor int64) 
 	}
 	for i := len(segs) - 1; i >= 0; i-- {
 		if segs[i].After <= cursor {
-			if rec, err := h.rec.get(ctx, principal, segs[i].ID); err == nil {
-				return rec, nil
-			}
-			break
+			return segs[i], nil // a deleted one too: its stream is still the run's
 		}
 	}
 	var rd render
@@ -630,7 +588,7 @@ func (h *Handler) segmentAt(ctx context.Context, run *bridge.Run, cursor int64) 
 	if rd.Response == "" {
 		rd.Response = "resp_" + run.ID
 	}
-	return &record{ID: rd.Response, Run: run.ID, Session: run.SessionID, Created: run.Created.Unix(), Model: run.Model}, nil
+	return &record{ID: rd.Response, RunID: run.ID, SessionID: run.SessionID, Created: run.Created.Truncate(time.Second), Model: run.Model}, nil
 }
 
 // ---- the stored-response endpoints -----------------------------------------
@@ -689,8 +647,8 @@ func wantsStream(w http.ResponseWriter, r *http.Request) bool {
 // object is the Response as stored once finished, else rendered from the
 // run's events so far (and stored, when it turns out finished).
 func (h *Handler) object(ctx context.Context, principal string, rec *record) ([]byte, error) {
-	if v, ok, err := h.rec.value(ctx, kindOutput, principal, rec.ID); err != nil || ok {
-		return []byte(v), err
+	if rec.Output != nil {
+		return rec.Output, nil
 	}
 	acc, err := h.accumulate(ctx, rec, streamOptions(rec), true)
 	if err != nil {
@@ -704,7 +662,7 @@ func (h *Handler) object(ctx context.Context, principal string, rec *record) ([]
 		return acc.Response(status), nil
 	}
 	body := acc.Response("")
-	if err := h.rec.set(context.WithoutCancel(ctx), kindOutput, principal, rec.ID, string(body)); err != nil {
+	if err := h.cfg.Responses.FinishResponse(context.WithoutCancel(ctx), principal, rec.ID, body); err != nil {
 		h.cfg.Logger.Warn("store response output", "response", rec.ID, "err", err)
 	}
 	return body, nil
@@ -712,7 +670,7 @@ func (h *Handler) object(ctx context.Context, principal string, rec *record) ([]
 
 // started reports whether the response's run has an event past its start.
 func (h *Handler) started(ctx context.Context, rec *record) bool {
-	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	run, err := h.cfg.Engine.Run(ctx, rec.RunID)
 	return err == nil && run.LastSeq > rec.After+1
 }
 
@@ -720,7 +678,7 @@ func (h *Handler) started(ctx context.Context, rec *record) bool {
 // events after sequence number after (-1: all), following a running one.
 func (h *Handler) restream(w http.ResponseWriter, r *http.Request, rec *record, after int64) {
 	ctx := r.Context()
-	run, events, err := h.cfg.Engine.Subscribe(ctx, rec.Run, rec.After)
+	run, events, err := h.cfg.Engine.Subscribe(ctx, rec.RunID, rec.After)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -761,14 +719,9 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "order", Message: "order: must be asc or desc"})
 		return
 	}
-	v, _, err := h.rec.value(ctx, kindInput, principal, rec.ID)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
 	var items []json.RawMessage
-	if v != "" {
-		if err := json.Unmarshal([]byte(v), &items); err != nil {
+	if len(rec.Input) > 0 {
+		if err := json.Unmarshal(rec.Input, &items); err != nil {
 			h.WriteError(w, err)
 			return
 		}
@@ -823,11 +776,11 @@ func appendIDOrNull(b []byte, items []json.RawMessage, i int) []byte {
 
 // inProgress reports whether rec's segment is the one its run is running.
 func (h *Handler) inProgress(ctx context.Context, principal string, rec *record) bool {
-	run, err := h.cfg.Engine.Run(ctx, rec.Run)
+	run, err := h.cfg.Engine.Run(ctx, rec.RunID)
 	if err != nil || run.Status != bridge.StatusRunning {
 		return false
 	}
-	segs, err := h.rec.segments(ctx, principal, rec.Run)
+	segs, err := h.rec.segments(ctx, principal, rec.RunID)
 	return err == nil && len(segs) > 0 && segs[len(segs)-1].ID == rec.ID
 }
 
@@ -840,21 +793,14 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.inProgress(ctx, principal, rec) {
-		if _, err := h.cfg.Engine.Abort(ctx, rec.Run); err != nil {
+		if _, err := h.cfg.Engine.Abort(ctx, rec.RunID); err != nil {
 			h.WriteError(w, err)
 			return
 		}
 	}
-	tomb := &record{ID: rec.ID, Deleted: true}
-	for _, err := range []error{
-		h.rec.put(ctx, principal, tomb),
-		h.rec.set(ctx, kindInput, principal, rec.ID, ""),
-		h.rec.set(ctx, kindOutput, principal, rec.ID, ""),
-	} {
-		if err != nil {
-			h.WriteError(w, err)
-			return
-		}
+	if err := h.cfg.Responses.DeleteResponse(ctx, principal, rec.ID); err != nil {
+		h.WriteError(w, err)
+		return
 	}
 	id, _ := json.Marshal(rec.ID)
 	b := append([]byte(`{"id":`), id...)
@@ -871,7 +817,7 @@ func (h *Handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.inProgress(ctx, principal, rec) {
-		if _, err := h.cfg.Engine.Abort(ctx, rec.Run); err != nil {
+		if _, err := h.cfg.Engine.Abort(ctx, rec.RunID); err != nil {
 			h.WriteError(w, err)
 			return
 		}

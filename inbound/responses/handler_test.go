@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 	inresponses "github.com/bridge-dev/bridge/inbound/responses"
 	"github.com/bridge-dev/bridge/inbound/runs"
-	"github.com/bridge-dev/bridge/storage/sqlite"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 type server struct {
@@ -27,20 +26,17 @@ type server struct {
 	engine *bridge.Engine
 }
 
-// newServer serves the dialect and the run API over an engine on a temp
-// SQLite file and up. Requests authenticate with key "key-a" (principal a)
+// newServer serves the dialect and the run API over an engine on an
+// in-memory store and up. Requests authenticate with key "key-a" (principal a)
 // or "key-b" (principal b).
 func newServer(t *testing.T, up bridge.Upstream) *server {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memory.New(nil)
 	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := inresponses.New(inresponses.Config{Engine: e, Store: st})
+	h := inresponses.New(inresponses.Config{Engine: e, Store: st, Responses: st})
 	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{h.Name(): h}})
 	keys := &inbound.Keys{}
 	keys.AddKey("a", "key-a")

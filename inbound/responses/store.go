@@ -2,7 +2,6 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -12,125 +11,56 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// Store is the part of bridge.Store the handler keeps stored responses in:
-// the id map, and a session's transcript for a branch.
+// Store is the part of bridge.Store the handler reads: a session's
+// transcript, for a branch.
 type Store interface {
-	PutID(ctx context.Context, m bridge.IDMapping) error
-	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
 	Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error)
 }
 
-// The id-map kinds of a stored response, each scoped by principal. Each is
-// written by one party, so none needs a read-modify-write of another's.
-const (
-	kindResponse bridge.IDKind = "response"        // response id -> record (JSON), written at creation
-	kindInput    bridge.IDKind = "response.input"  // response id -> its input items (JSON array)
-	kindOutput   bridge.IDKind = "response.output" // response id -> the finished Response object
-	kindEnd      bridge.IDKind = "response.end"    // response id -> position of its session's last message when it ended
-	kindHead     bridge.IDKind = "response.head"   // session id -> the session's latest response id
-	kindSegments bridge.IDKind = "response.runs"   // run id -> [[after seq, response id], ...]
-)
-
 // record is a stored response.
-type record struct {
-	ID         string          `json:"id"`
-	Run        string          `json:"run"`
-	Session    string          `json:"session"`
-	After      int64           `json:"after"` // the run's last seq before this response
-	Prev       string          `json:"prev,omitempty"`
-	Created    int64           `json:"created"` // Unix seconds
-	Model      string          `json:"model"`
-	Background bool            `json:"background,omitempty"`
-	Echo       json.RawMessage `json:"echo,omitempty"`
-	Deleted    bool            `json:"deleted,omitempty"`
-}
+type record = bridge.StoredResponse
 
-// segment is one response of a run.
-type segment struct {
-	After int64
-	ID    string
-}
-
-// records reads and writes the stored responses of principals.
+// records reads and writes the stored responses of principals; with no
+// ResponseStore there are none.
 type records struct {
-	s Store
+	s    Store
+	resp bridge.ResponseStore
 }
 
+// get is principal's response id; not found when deleted, or when nothing
+// is stored.
 func (rs records) get(ctx context.Context, principal, id string) (*record, error) {
-	v, err := rs.s.RemoteID(ctx, kindResponse, principal, id)
+	if rs.resp == nil {
+		return nil, responseNotFound(id)
+	}
+	rec, err := rs.resp.Response(ctx, principal, id)
 	if err != nil {
 		if bridge.ErrorCode(err) == bridge.CodeNotFound {
 			return nil, responseNotFound(id)
 		}
 		return nil, err
 	}
-	var rec record
-	if err := json.Unmarshal([]byte(v), &rec); err != nil || rec.Deleted || rec.Run == "" {
+	if rec.Deleted || rec.RunID == "" {
 		return nil, responseNotFound(id)
 	}
-	rec.ID = id
-	return &rec, nil
-}
-
-func (rs records) put(ctx context.Context, principal string, rec *record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return rs.s.PutID(ctx, bridge.IDMapping{Kind: kindResponse, Scope: principal, Local: rec.ID, Remote: string(b)})
-}
-
-func (rs records) value(ctx context.Context, kind bridge.IDKind, principal, local string) (string, bool, error) {
-	v, err := rs.s.RemoteID(ctx, kind, principal, local)
-	switch {
-	case err == nil:
-		return v, v != "", nil
-	case bridge.ErrorCode(err) == bridge.CodeNotFound:
-		return "", false, nil
-	}
-	return "", false, err
-}
-
-func (rs records) set(ctx context.Context, kind bridge.IDKind, principal, local, v string) error {
-	return rs.s.PutID(ctx, bridge.IDMapping{Kind: kind, Scope: principal, Local: local, Remote: v})
+	return rec, nil
 }
 
 // segments reads a run's responses, oldest first.
-func (rs records) segments(ctx context.Context, principal, run string) ([]segment, error) {
-	v, ok, err := rs.value(ctx, kindSegments, principal, run)
-	if err != nil || !ok {
-		return nil, err
+func (rs records) segments(ctx context.Context, principal, run string) ([]*record, error) {
+	if rs.resp == nil {
+		return nil, nil
 	}
-	var raw [][2]json.RawMessage
-	if err := json.Unmarshal([]byte(v), &raw); err != nil {
-		return nil, fmt.Errorf("segments of run %s: %w", run, err)
-	}
-	out := make([]segment, 0, len(raw))
-	for _, r := range raw {
-		var s segment
-		if json.Unmarshal(r[0], &s.After) != nil || json.Unmarshal(r[1], &s.ID) != nil {
-			return nil, fmt.Errorf("segments of run %s: bad entry", run)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return rs.resp.RunResponses(ctx, principal, run)
 }
 
-func (rs records) putSegments(ctx context.Context, principal, run string, segs []segment) error {
-	b := []byte{'['}
-	for i, s := range segs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = strconv.AppendInt(b, s.After, 10)
-		b = append(b, ',')
-		id, _ := json.Marshal(s.ID)
-		b = append(b, id...)
-		b = append(b, ']')
+// end records that the responses of session whose end is not recorded
+// ended at position pos: a later response of the session has begun.
+func (rs records) end(ctx context.Context, principal, session string, pos int64) error {
+	if rs.resp == nil {
+		return nil
 	}
-	b = append(b, ']')
-	return rs.set(ctx, kindSegments, principal, run, string(b))
+	return rs.resp.EndResponses(ctx, principal, session, pos)
 }
 
 // lastPosition is the position of the last message of session, 0 when it

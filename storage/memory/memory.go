@@ -21,7 +21,10 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-var _ bridge.Store = (*Store)(nil)
+var (
+	_ bridge.Store         = (*Store)(nil)
+	_ bridge.ResponseStore = (*Store)(nil)
+)
 
 // Store is a bridge.Store in memory. It is safe for concurrent use; every
 // method is atomic, and a Commit is seen whole or not at all.
@@ -36,6 +39,7 @@ type Store struct {
 	events   map[string][]bridge.Event
 	messages []message // in position order (position = index + 1)
 	ids      map[idKey]string
+	resps    map[respKey]*bridge.StoredResponse
 }
 
 type runRow struct {
@@ -66,6 +70,7 @@ func New(now func() time.Time) *Store {
 		runs:     make(map[string]*runRow),
 		events:   make(map[string][]bridge.Event),
 		ids:      make(map[idKey]string),
+		resps:    make(map[respKey]*bridge.StoredResponse),
 	}
 }
 
@@ -591,6 +596,6 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.sessions, s.runs, s.events, s.messages, s.ids = nil, nil, nil, nil, nil
+	s.sessions, s.runs, s.events, s.messages, s.ids, s.resps = nil, nil, nil, nil, nil, nil
 	return nil
 }

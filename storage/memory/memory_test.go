@@ -12,3 +12,9 @@ import (
 func TestStore(t *testing.T) {
 	bridgetest.TestStore(t, func(t *testing.T) bridge.Store { return memory.New(nil) })
 }
+
+// TestResponseStore runs the stored-responses suite that storage/sqlite
+// passes.
+func TestResponseStore(t *testing.T) {
+	bridgetest.TestResponseStore(t, func(t *testing.T) bridge.Store { return memory.New(nil) })
+}

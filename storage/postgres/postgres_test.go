@@ -22,6 +22,17 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestResponseStore runs the stored-responses suite storage/sqlite passes.
+func TestResponseStore(t *testing.T) {
+	bridgetest.TestResponseStore(t, func(t *testing.T) bridge.Store {
+		s, err := postgres.Open(t.Context(), pgtest.Schema(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // TestWatchRun: a process watching a run is woken by another process's
 // commit of its events, and not by another run's.
 func TestWatchRun(t *testing.T) {

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,16 @@ func TestStore(t *testing.T) {
 			t.Fatalf("Open: %v", err)
 		}
 		return s // TestStore closes it
+	})
+}
+
+func TestResponseStore(t *testing.T) {
+	bridgetest.TestResponseStore(t, func(t *testing.T) bridge.Store {
+		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
 	})
 }
 
@@ -104,7 +115,8 @@ func TestMigrationsReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
-		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"}}
+		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
+		{9, "0009_responses.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -552,5 +564,74 @@ func TestReadOnly(t *testing.T) {
 	}
 	if _, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "migration 9999") {
 		t.Fatalf("read-only Open of a newer database: %v", err)
+	}
+}
+
+// TestMigrationResponses: the stored responses a bridge kept in id_map
+// (six kinds of their own) move to the responses table, and leave id_map.
+func TestMigrationResponses(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join("migrations", "000[1-8]_*.sql"))
+	if err != nil || len(names) != 8 {
+		t.Fatalf("migrations 1-8: %v, %v", names, err)
+	}
+	for v, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, ?, 1)`, v+1, filepath.Base(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, row := range [][4]string{
+		{"response", "alice", "resp_1", `{"id":"resp_1","run":"run_1","session":"sess_1","after":0,"created":1740830400,"model":"m","background":true,"echo":{"temperature":0.5}}`},
+		{"response.input", "alice", "resp_1", `[{"id":"msg_1","type":"message"}]`},
+		{"response.output", "alice", "resp_1", `{"id":"resp_1","object":"response"}`},
+		{"response.end", "alice", "resp_1", "4"},
+		{"response", "alice", "resp_2", `{"id":"resp_2","run":"run_1","session":"sess_1","after":6,"prev":"resp_1","created":1740830401,"model":"m"}`},
+		{"response.head", "alice", "sess_1", "resp_2"},
+		{"response.runs", "alice", "run_1", `[[0,"resp_1"],[6,"resp_2"]]`},
+		{"response", "alice", "resp_3", `{"id":"resp_3","run":"","session":"","after":0,"created":0,"model":"","deleted":true}`},
+		{"tool_call", "up", "call_1", "call_up_1"},
+	} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO id_map (kind, scope, local, remote) VALUES (?, ?, ?, ?)`, row[0], row[1], row[2], row[3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := MustOpen(t, path, sqlite.Options{}) // applies 0009
+	want := []*bridge.StoredResponse{
+		{ID: "resp_1", Principal: "alice", RunID: "run_1", SessionID: "sess_1", Created: time.Unix(1740830400, 0).UTC(), Model: "m",
+			Background: true, Echo: json.RawMessage(`{"temperature":0.5}`), Input: json.RawMessage(`[{"id":"msg_1","type":"message"}]`),
+			Output: json.RawMessage(`{"id":"resp_1","object":"response"}`), End: 4},
+		{ID: "resp_2", Principal: "alice", RunID: "run_1", SessionID: "sess_1", After: 6, Previous: "resp_1",
+			Created: time.Unix(1740830401, 0).UTC(), Model: "m"},
+	}
+	got, err := s.RunResponses(ctx, "alice", "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("responses after the migration (-want +got):\n%s", d)
+	}
+	if r, err := s.Response(ctx, "alice", "resp_3"); err != nil || !r.Deleted {
+		t.Errorf("a deleted response after the migration: %+v, %v; want it marked deleted", r, err)
+	}
+	var n int
+	if err := rawDB(t, path).QueryRowContext(ctx, `SELECT count(*) FROM id_map WHERE kind LIKE 'response%'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d response rows left in id_map (%v), want 0", n, err)
+	}
+	if v, err := s.RemoteID(ctx, bridge.IDToolCall, "up", "call_1"); err != nil || v != "call_up_1" {
+		t.Errorf("another id mapping after the migration: %q, %v", v, err)
 	}
 }

@@ -1,0 +1,44 @@
+-- Stored Responses objects (bridge.ResponseStore) get a table of their own;
+-- until now they lived as JSON in id_map under six kinds of their own
+-- (response, response.input, response.output, response.end, response.head,
+-- response.runs), which this moves here and deletes. A session's latest
+-- response is now the one whose end_pos is 0, so response.head goes.
+CREATE TABLE responses (
+	principal  TEXT NOT NULL DEFAULT '',
+	id         TEXT NOT NULL,
+	run_id     TEXT NOT NULL DEFAULT '',
+	session_id TEXT NOT NULL DEFAULT '',
+	after_seq  INTEGER NOT NULL DEFAULT 0,
+	previous   TEXT NOT NULL DEFAULT '',
+	created    INTEGER NOT NULL DEFAULT 0, -- unix nanoseconds
+	model      TEXT NOT NULL DEFAULT '',
+	background INTEGER NOT NULL DEFAULT 0,
+	echo       TEXT, -- JSON, NULL when none
+	input      TEXT, -- JSON array of input items
+	output     TEXT, -- JSON Response object, NULL until finished
+	end_pos    INTEGER NOT NULL DEFAULT 0,
+	deleted    INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (principal, id)
+);
+
+CREATE INDEX responses_by_run ON responses (run_id, after_seq);
+CREATE INDEX responses_by_session ON responses (session_id) WHERE end_pos = 0;
+
+INSERT INTO responses (principal, id, run_id, session_id, after_seq, previous, created, model, background, echo, input, output, end_pos, deleted)
+SELECT r.scope, r.local,
+	coalesce(json_extract(r.remote, '$.run'), ''),
+	coalesce(json_extract(r.remote, '$.session'), ''),
+	coalesce(json_extract(r.remote, '$.after'), 0),
+	coalesce(json_extract(r.remote, '$.prev'), ''),
+	coalesce(json_extract(r.remote, '$.created'), 0) * 1000000000,
+	coalesce(json_extract(r.remote, '$.model'), ''),
+	coalesce(json_extract(r.remote, '$.background'), 0),
+	json_extract(r.remote, '$.echo'),
+	(SELECT nullif(i.remote, '') FROM id_map i WHERE i.kind = 'response.input' AND i.scope = r.scope AND i.local = r.local),
+	(SELECT nullif(o.remote, '') FROM id_map o WHERE o.kind = 'response.output' AND o.scope = r.scope AND o.local = r.local),
+	coalesce((SELECT CAST(e.remote AS INTEGER) FROM id_map e WHERE e.kind = 'response.end' AND e.scope = r.scope AND e.local = r.local), 0),
+	coalesce(json_extract(r.remote, '$.deleted'), 0)
+FROM id_map r
+WHERE r.kind = 'response' AND json_valid(r.remote);
+
+DELETE FROM id_map WHERE kind IN ('response', 'response.input', 'response.output', 'response.end', 'response.head', 'response.runs');
