@@ -1,8 +1,14 @@
 package postgres_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
@@ -72,5 +78,72 @@ func TestWatchRun(t *testing.T) {
 	case <-wake:
 	case <-time.After(10 * time.Second):
 		t.Fatal("not woken by the run's commit in another process")
+	}
+}
+
+// TestMigrationResponses: the stored responses a bridge kept in id_map move
+// to the responses table (migration 0003), and leave id_map.
+func TestMigrationResponses(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Schema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range []string{"0001_init.sql", "0002_superseded.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, $2, 1)`, v+1, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, row := range [][4]string{
+		{"response", "alice", "resp_1", `{"id":"resp_1","run":"run_1","session":"sess_1","after":0,"created":1740830400,"model":"m","background":true,"echo":{"temperature":0.5}}`},
+		{"response.input", "alice", "resp_1", `[{"id":"msg_1","type":"message"}]`},
+		{"response.output", "alice", "resp_1", `{"id":"resp_1","object":"response"}`},
+		{"response.end", "alice", "resp_1", "4"},
+		{"response", "alice", "resp_2", `{"id":"resp_2","run":"run_1","session":"sess_1","after":6,"prev":"resp_1","created":1740830401,"model":"m"}`},
+		{"response.head", "alice", "sess_1", "resp_2"},
+		{"response.runs", "alice", "run_1", `[[0,"resp_1"],[6,"resp_2"]]`},
+		{"tool_call", "up", "call_1", "call_up_1"},
+	} {
+		if _, err := conn.Exec(ctx, `INSERT INTO id_map (kind, scope, local, remote) VALUES ($1, $2, $3, $4)`, row[0], row[1], row[2], row[3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.RunResponses(ctx, "alice", "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*bridge.StoredResponse{
+		{ID: "resp_1", Principal: "alice", RunID: "run_1", SessionID: "sess_1", Created: time.Unix(1740830400, 0).UTC(), Model: "m",
+			Background: true, Echo: json.RawMessage(`{"temperature": 0.5}`), Input: json.RawMessage(`[{"id":"msg_1","type":"message"}]`),
+			Output: json.RawMessage(`{"id":"resp_1","object":"response"}`), End: 4},
+		{ID: "resp_2", Principal: "alice", RunID: "run_1", SessionID: "sess_1", After: 6, Previous: "resp_1",
+			Created: time.Unix(1740830401, 0).UTC(), Model: "m"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("responses after the migration (-want +got):\n%s", d)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM id_map WHERE kind LIKE 'response%'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d response rows left in id_map (%v), want 0", n, err)
+	}
+	if v, err := s.RemoteID(ctx, bridge.IDToolCall, "up", "call_1"); err != nil || v != "call_up_1" {
+		t.Errorf("another id mapping after the migration: %q, %v", v, err)
 	}
 }
