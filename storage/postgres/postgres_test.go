@@ -82,7 +82,7 @@ func TestWatchRun(t *testing.T) {
 }
 
 // TestMigrationResponses: the stored responses a bridge kept in id_map move
-// to the responses table (migration 0003), and leave id_map.
+// to the responses table (migration 0004), and leave id_map.
 func TestMigrationResponses(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Schema(t)
@@ -94,7 +94,7 @@ func TestMigrationResponses(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	for v, name := range []string{"0001_init.sql", "0002_superseded.sql"} {
+	for v, name := range []string{"0001_init.sql", "0002_superseded.sql", "0003_runs_by_created.sql"} {
 		b, err := os.ReadFile(filepath.Join("migrations", name))
 		if err != nil {
 			t.Fatal(err)
