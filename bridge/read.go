@@ -136,7 +136,9 @@ type RunCanceller interface {
 // the route up, looking through wrappers and groups of upstreams (a
 // primary and its fallbacks, with a Member method).
 func RunCancellerFor(up Upstream, name string) (RunCanceller, bool) {
-	if g, ok := up.(interface{ Member(name string) (Upstream, bool) }); ok {
+	if g, ok := up.(interface {
+		Member(name string) (Upstream, bool)
+	}); ok {
 		m, ok := g.Member(name)
 		if !ok {
 			return nil, false
