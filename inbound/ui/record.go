@@ -33,6 +33,9 @@ type Recorder struct {
 	Secrets []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// RunID names the run of an upstream call's context (nil:
+	// bridge.RunIDFromContext, which the engine sets).
+	RunID func(context.Context) string
 
 	mu    sync.Mutex
 	calls map[string][]*Call
@@ -77,8 +80,15 @@ func (rec *Recorder) Middleware(h http.Handler) http.Handler {
 	})
 }
 
+func (rec *Recorder) runID(ctx context.Context) string {
+	if rec.RunID != nil {
+		return rec.RunID(ctx)
+	}
+	return bridge.RunIDFromContext(ctx)
+}
+
 func (rec *Recorder) recording(ctx context.Context) bool {
-	if rec == nil || bridge.RunIDFromContext(ctx) == "" {
+	if rec == nil || rec.runID(ctx) == "" {
 		return false
 	}
 	on, _ := ctx.Value(recordKey{}).(bool)
@@ -122,7 +132,7 @@ func (rec *Recorder) roundTrip(next http.RoundTripper, req *http.Request) (*http
 			b.Close()
 		}
 	}
-	rec.add(bridge.RunIDFromContext(req.Context()), c)
+	rec.add(rec.runID(req.Context()), c)
 	resp, err := next.RoundTrip(req)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
