@@ -379,7 +379,26 @@ func (h *Handler) clientWire(ctx context.Context, run *bridge.Run, evs []bridge.
 	d.ServeEvents(bw, req, run, stream(evs))
 	wire.ContentType = bw.header.Get("Content-Type")
 	wire.Body, wire.Truncated = bw.buf.String(), bw.cut
+	if run.Status == bridge.StatusRunning && strings.HasPrefix(wire.ContentType, "text/event-stream") {
+		wire.Body = openEnded(wire.Body)
+	}
 	return wire
+}
+
+// openEnded drops the frames an SSE rendering ends with that belong to no
+// event (no id: line; OpenAI's data: [DONE]): the encoder closes the
+// stream when the events so far run out, but a running run's client has
+// not been sent them yet.
+func openEnded(body string) string {
+	frames := strings.SplitAfter(body, "\n\n")
+	for len(frames) > 0 {
+		f := frames[len(frames)-1]
+		if strings.HasPrefix(f, "id:") || strings.Contains(f, "\nid:") {
+			break
+		}
+		frames = frames[:len(frames)-1]
+	}
+	return strings.Join(frames, "")
 }
 
 // stream yields evs.

@@ -12,6 +12,7 @@ function el(tag, attrs, ...kids) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else if (k === "text") e.textContent = v;
+    else if (k === "style") Object.assign(e.style, v); // CSSOM: inline style attributes are refused by the CSP
     else e.setAttribute(k, v === true ? "" : v);
   }
   for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
@@ -126,7 +127,7 @@ async function runsPage() {
   const table = el("table", { id: "runs-table" }, el("thead", {}, el("tr", {},
     ["created", "run", "session", "status", "dialects", "model", "duration", "tokens"].map((h) => el("th", { text: h, class: h === "tokens" || h === "duration" ? "num" : null })))), tbody);
   const pager = el("div", { class: "pager" });
-  show(el("h1", {}, "Runs", el("label", { class: "muted", style: "font-size:12px;font-weight:400" }, live, " live")), form, table, pager);
+  show(el("h1", {}, "Runs", el("label", { class: "muted live-toggle" }, live, " live")), form, table, pager);
 
   const load = async () => {
     const p = new URLSearchParams(q);
@@ -240,8 +241,8 @@ function renderRun(p, root) {
   // waterfall
   const end = Math.max(1, ...p.waterfall.map((m) => m.ms || 0));
   kids.push(el("h2", { text: "Latency" }), el("div", { class: "card waterfall", id: "waterfall" }, p.waterfall.map((m) => el("div", { class: "row" },
-    el("span", { text: m.name }), el("div", { class: "track" }, m.ms == null ? null : el("div", { class: "bar", style: "width:" + (100 * m.ms / end).toFixed(2) + "%" })),
-    el("span", { class: "num mono", text: m.ms == null ? "not recorded" : fmtMS(m.ms) })))));
+    el("span", { text: m.name }), el("div", { class: "track" }, m.ms == null ? null : el("div", { class: "bar", style: { width: (100 * m.ms / end).toFixed(2) + "%" } })),
+    el("span", { class: "num mono", text: m.ms != null ? fmtMS(m.ms) : r.status === "running" ? "running" : "not recorded" })))));
 
   kids.push(el("h2", { text: "Dropped features" }), el("div", { class: "card", id: "dropped" }, (r.dropped && r.dropped.length)
     ? el("ul", { class: "dropped" }, r.dropped.map((d) => el("li", { text: d })))
@@ -270,7 +271,7 @@ function renderRun(p, root) {
   const rows = foldEvents(p.events);
   kids.push(el("h2", { text: "Timeline (" + p.events.length + " events" + (p.events_truncated ? ", first 5000" : "") + ")" }),
     el("table", { id: "events" }, el("thead", {}, el("tr", {}, ["+ms", "seq", "kind", "source", "detail"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, rows.map((ev) => el("tr", { class: "k-" + ev.kind + (ev.final && ev.final.status !== "completed" ? " bad" : "") },
+      el("tbody", {}, rows.map((ev) => el("tr", { class: "k-" + ev.kind + (ev.final && ["failed", "cancelled", "interrupted"].includes(ev.final.status) ? " bad" : "") },
         el("td", { class: "num mono", text: (off(ev.time) || 0).toFixed(1) }),
         el("td", { class: "mono", text: ev.n > 1 ? ev.seq + "–" + ev.toSeq : ev.seq }),
         el("td", { class: "mono", text: ev.kind + (ev.n > 1 ? " ×" + ev.n : "") }),
@@ -282,6 +283,9 @@ function renderRun(p, root) {
   }
   root.dataset.run = r.id;
   root.replaceChildren(...kids);
+  if (r.status === "running") { // the live tail: each wire shows its newest frames
+    for (const pre of root.querySelectorAll(".wires pre.wire")) pre.scrollTop = pre.scrollHeight;
+  }
 }
 
 let refresh = () => {};
