@@ -111,8 +111,9 @@ func run(dir string) error {
 		if _, err := chromedp.Run(bctx, chromedp.Poll[chromedp.Void](ready, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 			return fmt.Errorf("%s: the page did not show (%s): %w", name, ready, err)
 		}
-		time.Sleep(700 * time.Millisecond) // a live page's next refresh, for the picture
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
+		// Wait for a live page's next refresh, for the picture.
+		time.Sleep(700 * time.Millisecond)
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
 		if err != nil {
 			return err
 		}
