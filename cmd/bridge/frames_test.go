@@ -209,7 +209,8 @@ func TestResumeEveryFrameChat(t *testing.T) {
 
 // TestResumeEveryFrameAnthropic: a Messages stream (content_block_start
 // with its first delta, message_delta with message_stop: events of several
-// frames) resumed on the run API from each of its frames.
+// frames) resumed on the run API from each of its frames, for the run's
+// first step and for the request that continued it with the tool's result.
 func TestResumeEveryFrameAnthropic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
 	defer cancel()
@@ -222,7 +223,21 @@ func TestResumeEveryFrameAnthropic(t *testing.T) {
 	if !strings.Contains(string(whole), `"type":"tool_use"`) || !strings.Contains(string(whole), "event: message_stop") {
 		t.Fatalf("the stream has no tool_use or no end:\n%s", whole)
 	}
-	checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+	runID := h.Get("X-Run-Id")
+	checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, runID))
+
+	// The continuation with the tool's result: the same run, a message of
+	// its own.
+	h, whole = postSSE(ctx, t, base, "/v1/messages",
+		`{"model":"m","max_tokens":100,"stream":true,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],`+
+			`"messages":[{"role":"user","content":"Weather in Paris?"},`+
+			`{"role":"assistant","content":[{"type":"text","text":"Let me check."},{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}}]},`+
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"20C"}]}]}`,
+		"X-Session-Id", "frames-anthropic", "anthropic-version", "2023-06-01")
+	if got := h.Get("X-Run-Id"); got != runID {
+		t.Fatalf("the tool result started run %s, want %s continued:\n%s", got, runID, whole)
+	}
+	checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, runID))
 }
 
 // TestFrameIDsParse: the ids every frame carries parse back as frame ids,
@@ -283,7 +298,8 @@ func (p framePos) before(q framePos) bool { return p[0] < q[0] || p[0] == q[0] &
 // one hub event: an item's .done events, the terminal event) resumed from
 // each of its frames, on the dialect's own route (GET
 // /v1/responses/{id}?stream=true&starting_after=<sequence_number>) and on
-// the run API by the frame's id.
+// the run API by the frame's id; then the same for the response that
+// continued the run with the tool's output.
 func TestResumeEveryFrameResponses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), framesTimeout)
 	defer cancel()
@@ -322,6 +338,40 @@ func TestResumeEveryFrameResponses(t *testing.T) {
 	})
 	t.Run("run API", func(t *testing.T) {
 		checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+	})
+
+	// The continuation with the tool's result: a response of its own, the
+	// same run.
+	h2, whole2 := postSSE(ctx, t, base, "/v1/responses",
+		`{"model":"m","stream":true,"previous_response_id":"`+respID+`",`+
+			`"input":[{"type":"function_call_output","call_id":"call_1","output":"20C"}]}`)
+	if h2.Get("X-Run-Id") != h.Get("X-Run-Id") || !strings.Contains(string(whole2), "20C.") {
+		t.Fatalf("the continuation ran %s, want %s continued:\n%s", h2.Get("X-Run-Id"), h.Get("X-Run-Id"), whole2)
+	}
+	var resp2 string
+	seq2 := map[string]int64{}
+	for _, f := range splitSSE(whole2) {
+		var v struct {
+			Seq      int64 `json:"sequence_number"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		_ = json.Unmarshal(bytes.TrimSpace(f[bytes.Index(f, []byte("data: "))+len("data: "):]), &v)
+		if resp2 == "" {
+			resp2 = v.Response.ID
+		}
+		seq2[sseFrameID(f)] = v.Seq
+	}
+	t.Run("continued starting_after", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole2, func(t *testing.T, id string) []byte {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+				fmt.Sprintf("%s/v1/responses/%s?stream=true&starting_after=%d", base, resp2, seq2[id]), nil)
+			return readSSEBody(t, req)
+		})
+	})
+	t.Run("continued run API", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole2, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
 	})
 }
 
