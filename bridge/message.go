@@ -179,6 +179,11 @@ type Request struct {
 	// run of the session before its input runs as a new run. A request
 	// that names no session joins the run's.
 	ReplaceFrom string `json:"replace_from,omitempty"`
+	// DiscardUpstream, on a request to an upstream that discards turns
+	// itself (a Discarder), is the upstream's id of the first run the
+	// request discards: the upstream gets the new input in the context it
+	// has, with its own X-Replace-From naming that run.
+	DiscardUpstream string `json:"discard_upstream,omitempty"`
 	// Instructions are put in front of the transcript on every model call
 	// the request makes and are never stored in the session (the
 	// Responses API's instructions, which do not carry over to the next

@@ -43,6 +43,7 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 			final, msg = first()
 		} else {
 			final, msg = e.step(ctx, lr, up, req, rt)
+			req.DiscardUpstream = "" // the upstream has discarded them
 		}
 		if msg != nil {
 			msgs = append(msgs, *msg)

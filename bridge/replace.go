@@ -11,6 +11,33 @@ import (
 // X-Replace-From header) in the errors about it.
 const ParamReplaceFrom = "X-Replace-From"
 
+// Discarder is implemented by upstreams that may discard turns
+// themselves: another bridge, which takes X-Replace-From. Discards reports
+// whether the upstream has said it does (a bridge's responses say so). A
+// discard over such an upstream keeps the session's upstream context and
+// names the upstream's run in Request.DiscardUpstream, so the upstream's
+// model gets the kept transcript as it was; over any other upstream the
+// context is forgotten and a fresh one gets the kept transcript.
+type Discarder interface {
+	Discards() bool
+}
+
+// discarderOf finds up's Discarder, under any middleware with an Unwrap
+// method.
+func discarderOf(up Upstream) (Discarder, bool) {
+	for up != nil {
+		if d, ok := up.(Discarder); ok {
+			return d, true
+		}
+		u, ok := up.(interface{ Unwrap() Upstream })
+		if !ok {
+			return nil, false
+		}
+		up = u.Unwrap()
+	}
+	return nil, false
+}
+
 // discard is what a regenerate or an edit discards: the session's runs
 // from the first one discarded on.
 type discard struct {
@@ -104,15 +131,22 @@ func (e *Engine) splitInput(ctx context.Context, session string, stored []Messag
 
 // supersede carries out a discard: the runs still running are cancelled
 // (their final events committed), then marked superseded with their
-// messages, and the upstream contexts that hold their turns are forgotten,
-// so the next upstream call starts a fresh context that gets the kept
-// transcript whole.
-func (e *Engine) supersede(ctx context.Context, session string, d *discard, up Upstream, now time.Time) error {
+// messages. Over an upstream that discards turns itself, and served them
+// all, it returns the upstream's id of the first run discarded (for
+// Request.DiscardUpstream); else the upstream contexts that hold their
+// turns are forgotten, so the next upstream call starts a fresh context
+// that gets the kept transcript whole.
+func (e *Engine) supersede(ctx context.Context, session string, d *discard, up Upstream, now time.Time) (upstreamRun string, err error) {
+	from := d.runs[len(d.runs)-1]
+	if dc, ok := discarderOf(up); ok && dc.Discards() && from.UpstreamRunID != "" &&
+		!slices.ContainsFunc(d.runs, func(r *Run) bool { return r.Upstream != up.Name() }) {
+		upstreamRun = from.UpstreamRunID
+	}
 	scopes := []string{up.Name()}
 	for _, r := range d.runs {
 		if lr := e.liveRun(r.ID); lr != nil {
 			if _, err := e.Abort(ctx, r.ID); err != nil {
-				return err
+				return "", err
 			}
 		}
 		if r.Upstream != "" && !slices.Contains(scopes, r.Upstream) {
@@ -121,7 +155,11 @@ func (e *Engine) supersede(ctx context.Context, session string, d *discard, up U
 	}
 	ids, err := e.store.Supersede(ctx, d.from, now)
 	if err != nil {
-		return fmt.Errorf("supersede session=%s from=%s: %w", session, d.from, err)
+		return "", fmt.Errorf("supersede session=%s from=%s: %w", session, d.from, err)
+	}
+	e.log.Info("runs superseded", "session", session, "from", d.from, "runs", ids, "upstream_run", upstreamRun)
+	if upstreamRun != "" {
+		return upstreamRun, nil // the upstream discards them in its context
 	}
 	for _, scope := range scopes {
 		// An empty remote is no mapping: the session's upstream context
@@ -130,11 +168,10 @@ func (e *Engine) supersede(ctx context.Context, session string, d *discard, up U
 			continue
 		}
 		if err := e.store.PutID(ctx, IDMapping{Kind: IDSession, Scope: scope, Local: session}); err != nil {
-			return fmt.Errorf("forget upstream context session=%s upstream=%s: %w", session, scope, err)
+			return "", fmt.Errorf("forget upstream context session=%s upstream=%s: %w", session, scope, err)
 		}
 	}
-	e.log.Info("runs superseded", "session", session, "from", d.from, "runs", ids)
-	return nil
+	return "", nil
 }
 
 // sameMessage reports whether a message a client resent is the stored one.

@@ -64,8 +64,9 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if len(input) == 0 {
 		return nil, Errorf(CodeInvalid, "the request adds nothing to session %s", sess.ID)
 	}
+	var discardUpstream string
 	if discard != nil {
-		if err := e.supersede(ctx, sess.ID, discard, up, now); err != nil {
+		if discardUpstream, err = e.supersede(ctx, sess.ID, discard, up, now); err != nil {
 			return nil, err
 		}
 		stored = nil // no continuation: the input runs as a new run
@@ -144,6 +145,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		lr.stopAfter = stop
 	}
 	upReq := *req
+	upReq.ReplaceFrom, upReq.DiscardUpstream = "", discardUpstream
 	upReq.Messages = transcript
 	if len(req.Instructions) > 0 {
 		upReq.Messages = append(slices.Clone(req.Instructions), transcript...)

@@ -248,7 +248,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	}
 	m.ln = netutil.LimitListener(ln, maxConns)
 	m.srv = &http.Server{
-		Handler:           inbound.WriteDeadline(cfg.WriteTimeout, tel.Handler(rec.Middleware(mux), "/healthz", "/metrics")),
+		Handler:           inbound.WriteDeadline(cfg.WriteTimeout, tel.Handler(outbound.AdvertiseDiscards(rec.Middleware(mux)), "/healthz", "/metrics")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
@@ -582,68 +586,96 @@ func runLastSeq(t *testing.T, base, run string) int64 {
 	return v.LastSeq
 }
 
-// TestReplaceFromStatefulUpstream: over a second bridge serving A2A or
-// Hermes, a regenerate starts a fresh upstream context seeded with the kept
-// transcript: the model behind the second bridge never sees the discarded
-// answer again.
+// TestReplaceFromStatefulUpstream: over a second bridge serving A2A, ADK or
+// Hermes, a regenerate reaches the model behind it without the discarded
+// turn. The second bridge discards it itself (the front sends its own
+// X-Replace-From, having learnt from X-Bridge-Discards that it can), so
+// its model gets the kept turns as they were; an agent that has not said
+// so (the same bridge behind a proxy that hides the header) gets a fresh
+// context seeded with the kept turns instead.
 func TestReplaceFromStatefulUpstream(t *testing.T) {
 	for _, dialect := range []string{"a2a", "hermes", "adk"} {
-		t.Run(dialect, func(t *testing.T) {
-			model := answeringUpstream(t)
-			back := defaultConfig()
-			back.Upstreams = []Upstream{{Dialect: "openai", URL: model.BaseURL()}}
-			b := "http://" + startMain(t, back).Addr()
-			front := defaultConfig()
-			front.Upstreams = []Upstream{{Name: dialect, Dialect: dialect, URL: b}}
-			f := "http://" + startMain(t, front).Addr()
+		for _, hide := range []bool{false, true} {
+			name := dialect + "/discards"
+			if hide {
+				name = dialect + "/fresh-context"
+			}
+			t.Run(name, func(t *testing.T) { statefulReplace(t, dialect, hide) })
+		}
+	}
+}
 
-			session := "stateful-" + dialect
-			turn := func(kept []string, text, replace string) string {
-				t.Helper()
-				resp, body := call(t, "POST", f+"/v1/chat/completions", "", `{"model":"m","messages":`+chatMessages(kept, text)+`}`,
-					withReplace(header("X-Session-Id", session), replace)...)
-				if resp.StatusCode != 200 {
-					t.Fatalf("turn %q: %d %s", text, resp.StatusCode, body)
-				}
-				return resp.Header.Get("X-Run-Id")
-			}
-			history := func() []string {
-				_, body := do(t, "GET", f+"/v1/sessions/"+session+"/history?format=openai", "", "")
-				var v struct {
-					Messages []struct{ Role, Content string }
-				}
-				_ = json.Unmarshal([]byte(body), &v)
-				var out []string
-				for _, m := range v.Messages {
-					out = append(out, m.Role+":"+m.Content)
-				}
-				return out
-			}
-			turn(nil, "one", "")
-			kept := history()
-			r2 := turn(kept, "two", "")
-			_, a2, _ := strings.Cut(history()[3], ":")
-			calls := len(model.Requests())
-			turn(kept, "two", r2)
-			if len(model.Requests()) != calls+1 {
-				t.Fatalf("the regenerate made %d model calls", len(model.Requests())-calls)
-			}
-			sent := strings.Join(lastUpstream(t, model), "\n")
-			_, a1, _ := strings.Cut(kept[1], ":")
-			if strings.Contains(sent, a2) || !strings.Contains(sent, a1) || !strings.Contains(sent, "two") {
-				t.Errorf("the model behind the %s bridge got %q: want the kept turns (%q) and not the discarded answer %q", dialect, sent, a1, a2)
-			}
-			h := history()
-			if len(h) != 4 || h[2] != "user:two" || strings.Contains(strings.Join(h, "\n"), a2) {
-				t.Errorf("history after the regenerate over %s: %v", dialect, h)
-			}
-			// The next turn continues the fresh context.
-			kept = h
-			turn(kept, "three", "")
-			sent = strings.Join(lastUpstream(t, model), "\n")
-			if strings.Contains(sent, a2) || !strings.Contains(sent, "three") {
-				t.Errorf("the turn after the regenerate sent %q", sent)
-			}
-		})
+func statefulReplace(t *testing.T, dialect string, hide bool) {
+	model := answeringUpstream(t)
+	back := defaultConfig()
+	back.Upstreams = []Upstream{{Dialect: "openai", URL: model.BaseURL()}}
+	b := "http://" + startMain(t, back).Addr()
+	if hide {
+		target, _ := url.Parse(b)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.FlushInterval = -1
+		proxy.ModifyResponse = func(r *http.Response) error { r.Header.Del(outbound.HeaderDiscards); return nil }
+		srv := httptest.NewServer(proxy)
+		t.Cleanup(srv.Close)
+		b = srv.URL
+	}
+	front := defaultConfig()
+	front.Upstreams = []Upstream{{Name: dialect, Dialect: dialect, URL: b}}
+	f := "http://" + startMain(t, front).Addr()
+	session := "stateful-" + dialect
+	turn := func(kept []string, text, replace string) string {
+		t.Helper()
+		resp, body := call(t, "POST", f+"/v1/chat/completions", "", `{"model":"m","messages":`+chatMessages(kept, text)+`}`,
+			withReplace(header("X-Session-Id", session), replace)...)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %q: %d %s", text, resp.StatusCode, body)
+		}
+		return resp.Header.Get("X-Run-Id")
+	}
+	history := func() []string {
+		_, body := do(t, "GET", f+"/v1/sessions/"+session+"/history?format=openai", "", "")
+		var v struct {
+			Messages []struct{ Role, Content string }
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+		var out []string
+		for _, m := range v.Messages {
+			out = append(out, m.Role+":"+m.Content)
+		}
+		return out
+	}
+	turn(nil, "one", "")
+	kept := history()
+	r2 := turn(kept, "two", "")
+	_, a2, _ := strings.Cut(history()[3], ":")
+	calls := len(model.Requests())
+	turn(kept, "two", r2)
+	if len(model.Requests()) != calls+1 {
+		t.Fatalf("the regenerate made %d model calls", len(model.Requests())-calls)
+	}
+	if hide {
+		// A fresh context: the kept turns as text in its first message.
+		if sent := lastUpstream(t, model); len(sent) != 1 {
+			t.Errorf("the model's request %q: want one message, in a fresh context", sent)
+		}
+	} else {
+		// The second bridge discarded the turn in its own session.
+		wantStrings(t, "the model's request", []string{"user:one", kept[1], "user:two"}, lastUpstream(t, model))
+	}
+	sent := strings.Join(lastUpstream(t, model), "\n")
+	_, a1, _ := strings.Cut(kept[1], ":")
+	if strings.Contains(sent, a2) || !strings.Contains(sent, a1) || !strings.Contains(sent, "two") {
+		t.Errorf("the model behind the %s bridge got %q: want the kept turns (%q) and not the discarded answer %q", dialect, sent, a1, a2)
+	}
+	h := history()
+	if len(h) != 4 || h[2] != "user:two" || strings.Contains(strings.Join(h, "\n"), a2) {
+		t.Errorf("history after the regenerate over %s: %v", dialect, h)
+	}
+	// The next turn goes on in the context the regenerate left.
+	kept = h
+	turn(kept, "three", "")
+	sent = strings.Join(lastUpstream(t, model), "\n")
+	if strings.Contains(sent, a2) || !strings.Contains(sent, "three") {
+		t.Errorf("the turn after the regenerate sent %q", sent)
 	}
 }

@@ -65,6 +65,8 @@ type Client struct {
 	mu     sync.Mutex
 	card   *wire.UpstreamCard
 	cardAt time.Time
+
+	outbound.DiscardSignal // whether the agent is a bridge (takes X-Replace-From)
 }
 
 var _ bridge.Upstream = (*Client)(nil)
@@ -158,6 +160,7 @@ func (c *Client) fetchCard(ctx context.Context, u string) (*wire.UpstreamCard, e
 		return nil, outbound.DoError(ctx, c.cfg.Name, err)
 	}
 	defer resp.Body.Close()
+	c.Note(resp)
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if resp.StatusCode != http.StatusOK {
 		e := wire.DecodeError(resp.StatusCode, b)
@@ -229,7 +232,14 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 			}
 		}
 	}
-	if key != "" && taskID == "" {
+	replaceFrom := ""
+	if req.DiscardUpstream != "" && taskID == "" && req.SessionID != "" && c.cfg.IDs != nil {
+		// A bridge discards the turns in the context it holds.
+		if contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, req.SessionID); contextID != "" {
+			replaceFrom = req.DiscardUpstream
+		}
+	}
+	if key != "" && taskID == "" && replaceFrom == "" {
 		if c.cfg.IDs != nil {
 			contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, keyPrefix+key)
 		}
@@ -243,7 +253,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	dropped = append(dropped, d...)
 
 	call := &call{c: c, card: card, ctx: ctx, run: run, session: req.SessionID,
-		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile)}
+		transcript: req.Messages, dec: wire.NewStreamDecoder(c.cfg.Profile), replaceFrom: replaceFrom}
 	if err := call.send(msg, req.Tools); err != nil {
 		return nil, err
 	}
@@ -350,6 +360,10 @@ type call struct {
 	recorded        bool
 	bridge          bool // the agent is a bridge (it named its run in X-Run-Id)
 
+	// replaceFrom is the task the first send discards (a bridge agent's
+	// X-Replace-From), "" once sent.
+	replaceFrom string
+
 	verify bool         // a call resumed after a restart: compare the answer with the task's at the end
 	out    *bridge.Call // the call handed out, whose Dropped verify adds to
 }
@@ -374,6 +388,9 @@ func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Respons
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
+	if k.replaceFrom != "" {
+		req.Header.Set(outbound.HeaderReplaceFrom, k.replaceFrom)
+	}
 	k.c.auth(req)
 	resp, err := k.c.cfg.HTTPClient.Do(req)
 	if err != nil {
@@ -381,6 +398,7 @@ func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Respons
 		cancel(nil)
 		return nil, nil, err
 	}
+	k.c.Note(resp)
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		resp.Body.Close()
@@ -399,6 +417,7 @@ func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Respons
 func (k *call) send(msg *a2asdk.Message, tools []bridge.Tool) error {
 	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Version, msg, wire.SendOptions{Stream: k.card.Streaming, Tools: tools})
 	resp, cancel, err := k.post(body, k.card.Streaming, "")
+	k.replaceFrom = "" // only the send discards
 	if err != nil {
 		return err
 	}

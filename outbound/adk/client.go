@@ -47,6 +47,8 @@ type Config struct {
 type Client struct {
 	cfg  Config
 	root string
+
+	outbound.DiscardSignal // whether the server is a bridge (takes X-Replace-From)
 }
 
 var _ bridge.Upstream = (*Client)(nil)
@@ -167,11 +169,17 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		// invocation stopped at go to the session that waits for them.
 		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, "run:"+run)
 	}
+	if req.DiscardUpstream != "" && req.SessionID != "" && c.cfg.IDs != nil && k.session == "" {
+		// A bridge discards the turns in the session it holds.
+		if k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, "bridge-session:"+req.SessionID); k.session != "" {
+			k.replaceFrom = req.DiscardUpstream
+		}
+	}
 	if pkey != "" && c.cfg.IDs != nil && k.session == "" {
 		k.session, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, pkey)
 	}
 	resp, cancel, err := k.post(content)
-	if err == nil && resp != nil && c.cfg.IDs != nil {
+	if err == nil && resp != nil && pkey != "" && c.cfg.IDs != nil {
 		// The session has moved past the prefix: a transcript that
 		// branches from it again (a regenerate, an edit) must not land in
 		// a session holding the turns it left out.
@@ -285,9 +293,12 @@ type call struct {
 	// bridgeSession is the bridge's session of the run, under which the
 	// upstream session is kept for a resume after a restart.
 	bridgeSession string
-	body          io.ReadCloser
-	cancel        context.CancelCauseFunc
-	text          strings.Builder // the run's answer text, as the transcript keeps it
+	// replaceFrom is the upstream run the run_sse request discards (a
+	// bridge upstream's X-Replace-From).
+	replaceFrom string
+	body        io.ReadCloser
+	cancel      context.CancelCauseFunc
+	text        strings.Builder // the run's answer text, as the transcript keeps it
 	// upstreamRun is the run a bridge upstream named (X-Run-Id), for its
 	// run API; "" for ADK itself.
 	upstreamRun     string
@@ -309,10 +320,14 @@ func (k *call) do(ctx context.Context, method, u string, body []byte, accept str
 	if k.c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+k.c.cfg.APIKey)
 	}
+	if k.replaceFrom != "" && strings.HasSuffix(u, "/run_sse") {
+		req.Header.Set(outbound.HeaderReplaceFrom, k.replaceFrom)
+	}
 	resp, err := k.c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return nil, outbound.DoError(ctx, k.c.cfg.Name, err)
 	}
+	k.c.Note(resp)
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		resp.Body.Close()
@@ -366,6 +381,7 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 		cancel(nil)
 		return nil, nil, err
 	}
+	k.replaceFrom = "" // discarded: a retry of the request must not discard again
 	return resp, cancel, nil
 }
 

@@ -52,6 +52,8 @@ type Client struct {
 
 	mu    sync.Mutex
 	feats *features // what the server takes, once asked
+
+	outbound.DiscardSignal // whether the server is a bridge (takes X-Replace-From)
 }
 
 var (
@@ -113,6 +115,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body any, ac
 	if err != nil {
 		return nil, outbound.DoError(ctx, c.cfg.Name, err)
 	}
+	c.Note(resp)
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
@@ -350,7 +353,12 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		return nil, bridge.Errorf(bridge.CodeInvalid, "nothing to send to the Hermes agent: the turn has no user text")
 	}
 	k := &call{c: c, ctx: ctx, session: remote, dec: wire.NewStreamDecoder(nil), local: bridge.RunIDFromContext(ctx)}
-	err = k.post(body)
+	if req.DiscardUpstream != "" && !fresh {
+		// A bridge discards the turns in the session it holds.
+		err = k.request(http.MethodPost, body, http.Header{outbound.HeaderReplaceFrom: {req.DiscardUpstream}})
+	} else {
+		err = k.post(body)
+	}
 	if err != nil && bridge.AsError(err).UpstreamCode == wire.CodeSessionNotFound && !fresh {
 		// The upstream forgot the session: a new one, with the turns so far.
 		if k.session, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
