@@ -222,7 +222,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	}
 	insp := ui.New(ui.Config{Engine: engine, Store: store, Dialects: byName, Default: def, Recorder: rec, Access: access})
 	for _, p := range insp.Routes() {
-		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, insp.Authenticate, insp))
+		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, insp.Authenticate, inbound.CheckIDs(def.WriteError, insp)))
 	}
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	m.routes = append(m.routes, insp.Routes()...)
