@@ -492,7 +492,8 @@ func TestResumeEveryFrameHermes(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	h, whole := postSSE(ctx, t, base, "/api/sessions/hs-1/chat/stream", `{"message":"Weather in Paris?"}`)
+	h, whole := postSSE(ctx, t, base, "/api/sessions/hs-1/chat/stream",
+		`{"message":"Weather in Paris?","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
 	if !strings.Contains(string(whole), "event: tool.started") || !strings.Contains(string(whole), `"input_tokens":11`) ||
 		!strings.Contains(sseFrameIDs(whole)+" ", ".1 ") {
 		t.Fatalf("the stream has no tool call, no usage or no event of several frames:\n%s", whole)
@@ -516,6 +517,28 @@ func TestResumeEveryFrameHermes(t *testing.T) {
 	})
 	t.Run("run API", func(t *testing.T) {
 		checkResumeEveryFrame(t, whole, resumeOverRunAPI(ctx, base, h.Get("X-Run-Id")))
+	})
+
+	// The tool's result continues the run in a stream of its own, which
+	// resumes from each of its frames the same way.
+	h2, whole2 := postSSE(ctx, t, base, "/api/sessions/hs-1/chat/stream",
+		`{"input":[{"role":"tool","tool_call_id":"call_1","content":"20C"}]}`)
+	if h2.Get("X-Run-Id") != h.Get("X-Run-Id") || !strings.Contains(string(whole2), "20C.") {
+		t.Fatalf("the continuation ran %s, want %s continued:\n%s", h2.Get("X-Run-Id"), h.Get("X-Run-Id"), whole2)
+	}
+	ids1, ids2 := strings.Fields(sseFrameIDs(whole)), strings.Fields(sseFrameIDs(whole2))
+	if len(ids1) == 0 || len(ids2) == 0 {
+		t.Fatalf("a stream without frame ids:\n%s\n%s", whole, whole2)
+	}
+	_, p1, _ := parseFramePos(ids1[len(ids1)-1])
+	_, p2, _ := parseFramePos(ids2[0])
+	if !p1.before(p2) {
+		t.Errorf("the continuation's first frame %s does not follow the first stream's last, %s", ids2[0], ids1[len(ids1)-1])
+	}
+	t.Run("continued Last-Event-ID", func(t *testing.T) {
+		checkResumeEveryFrame(t, whole2, func(t *testing.T, id string) []byte {
+			return get(t, base+"/api/sessions/hs-1/chat/stream", id)
+		})
 	})
 }
 
