@@ -216,9 +216,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	m.routes = append(m.routes, ra.Routes()...)
 	// The inspector: an admin key sees every run, another key its
 	// principal's; with no keys, loopback clients see every run.
+	// BRIDGE_ADMIN_KEY opens the inspector only: alone, it leaves the
+	// dialects' endpoints open as they were.
+	admins := &inbound.Keys{}
+	if k := os.Getenv("BRIDGE_ADMIN_KEY"); k != "" {
+		admins.AddAdminKey("admin", k)
+	}
 	access := ui.Open
-	if keys.Enabled() {
-		access = ui.KeyAccess(keys)
+	if keys.Enabled() || admins.Enabled() {
+		access = ui.KeyAccess(admins, keys)
 	}
 	insp := ui.New(ui.Config{Engine: engine, Store: store, Dialects: byName, Default: def, Recorder: rec, Access: access})
 	for _, p := range insp.Routes() {
@@ -289,9 +295,8 @@ func resumeRuns(ctx context.Context, engine *bridge.Engine, rt *routes, running 
 
 // loadKeys reads the inbound keys: BRIDGE_API_KEY (principal "default"),
 // BRIDGE_API_KEYS=k1,k2,... (each its own principal, named by a prefix of
-// the key's hash), the config's keys (held as hashes; admin: true marks an
-// inspector admin) and BRIDGE_ADMIN_KEY (principal "admin", an inspector
-// admin). None: no auth.
+// the key's hash) and the config's keys (held as hashes; admin: true marks
+// an inspector admin). None: no auth.
 func loadKeys(cfg Config) (*inbound.Keys, error) {
 	keys := &inbound.Keys{}
 	if k := os.Getenv("BRIDGE_API_KEY"); k != "" {
@@ -313,9 +318,6 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 		if err := add(k.Name, k.SHA256, k.Dialects...); err != nil {
 			return nil, err
 		}
-	}
-	if k := os.Getenv("BRIDGE_ADMIN_KEY"); k != "" {
-		keys.AddAdminKey("admin", k)
 	}
 	return keys, nil
 }

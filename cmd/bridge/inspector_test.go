@@ -308,3 +308,80 @@ func TestInspectorBrowser(t *testing.T) {
 		}
 	})
 }
+
+// TestInspectorAccess: BRIDGE_ADMIN_KEY is an admin key; a principal's key
+// is not; a request without a key or with a wrong one is refused; a
+// bridge without keys opens the inspector to loopback clients as admin;
+// BRIDGE_ADMIN_KEY alone locks the inspector and nothing else.
+func TestInspectorAccess(t *testing.T) {
+	t.Setenv("BRIDGE_ADMIN_KEY", "env-admin-key-0123")
+	base, _ := startInspectorBridge(t, inspectorUpstream(t))
+	me := func(base, key string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", base+"/ui/api/me", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	tests := []struct {
+		name, key string
+		code      int
+		body      string
+	}{
+		{"BRIDGE_ADMIN_KEY", "env-admin-key-0123", 200, `{"principal":"admin","admin":true}`},
+		{"a config admin key", adminKey, 200, `{"principal":"ops","admin":true}`},
+		{"a principal's key", aliceKey, 200, `{"principal":"alice","admin":false}`},
+		{"no key", "", 401, "no API key"},
+		{"a wrong key", "nope", 401, "invalid API key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := me(base, tt.key)
+			if code != tt.code || !strings.Contains(body, tt.body) {
+				t.Errorf("%d %s, want %d %s", code, body, tt.code, tt.body)
+			}
+		})
+	}
+	t.Run("BRIDGE_ADMIN_KEY alone", func(t *testing.T) {
+		base := serveUpstream(t, "echo")
+		if code, body := me(base, ""); code != 401 {
+			t.Errorf("no key: %d %s, want 401", code, body)
+		}
+		if code, body := me(base, "env-admin-key-0123"); code != 200 || body != `{"principal":"admin","admin":true}` {
+			t.Errorf("admin key: %d %s", code, body)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"echo","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("chat completion without a key: %d, want 200 (the admin key locks the inspector only)", resp.StatusCode)
+		}
+	})
+	t.Run("no keys: loopback is admin", func(t *testing.T) {
+		t.Setenv("BRIDGE_ADMIN_KEY", "")
+		open := serveUpstream(t, "echo")
+		if code, body := me(open, ""); code != 200 || body != `{"principal":"","admin":true}` {
+			t.Errorf("%d %s", code, body)
+		}
+		resp, err := http.Get(open + "/ui/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), "/ui/assets/app.js") || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET /ui/: %d %s", resp.StatusCode, b)
+		}
+	})
+}

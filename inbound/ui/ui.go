@@ -506,14 +506,21 @@ func Open(r *http.Request) (string, bool, error) {
 	return "", false, bridge.Errorf(bridge.CodePermissionDenied, "the inspector answers only loopback clients when no keys are configured")
 }
 
-// KeyAccess is the Access of a bridge with keys: a key's principal sees
-// its runs, an admin key every run.
-func KeyAccess(keys *inbound.Keys) func(r *http.Request) (string, bool, error) {
+// KeyAccess is the Access of a bridge with keys: the key, found in the
+// first of sets that holds it, shows its principal's runs, or every run
+// for an admin key.
+func KeyAccess(sets ...*inbound.Keys) func(r *http.Request) (string, bool, error) {
 	return func(r *http.Request) (string, bool, error) {
-		k, err := keys.Lookup(r)
-		if err != nil {
-			return "", false, err
+		err := error(bridge.Errorf(bridge.CodeUnauthenticated, "invalid API key"))
+		for _, keys := range sets {
+			if !keys.Enabled() {
+				continue
+			}
+			var k inbound.Key
+			if k, err = keys.Lookup(r); err == nil {
+				return k.Principal, k.Admin, nil
+			}
 		}
-		return k.Principal, k.Admin, nil
+		return "", false, err
 	}
 }
