@@ -80,11 +80,6 @@ var convGaps = []convGap{
 	{"*", "adk-server", "steer", "cannot: the ADK api_server takes no input for a running invocation; the bridge sends the steer as " +
 		"the session's next turn once the answer is done, which the agent answers as a turn of its own; the run's `dropped` " +
 		"in the history says so (`steer:next_upstream_call`)"},
-
-	// Regenerate over an ADK api_server (item 4).
-	{"*", "adk-server", "regenerate", "cannot: the ADK api_server has no way to discard a session's turns; the bridge " +
-		"opens a new ADK session whose first message carries the kept turns as text (named in `X-Bridge-Dropped`), so the " +
-		"discarded turn is gone, but the agent answers the kept turns and the question as one message, its first turn"},
 }
 
 func noClientTools(client string) string {
