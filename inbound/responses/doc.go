@@ -2,6 +2,7 @@
 // the engine routes the model to:
 //
 //	POST   /v1/responses                         create (stream or not, background or not)
+//	GET    /v1/responses                         WebSocket mode (ws.go)
 //	GET    /v1/responses/{id}                    retrieve; ?stream=true&starting_after=N re-streams
 //	GET    /v1/responses/{id}/input_items        the response's input, as items
 //	DELETE /v1/responses/{id}                    delete the stored response

@@ -58,6 +58,7 @@ const (
 
 var routes = []string{
 	"POST /v1/responses",
+	"GET /v1/responses",
 	"GET /v1/responses/{id}",
 	"GET /v1/responses/{id}/input_items",
 	"DELETE /v1/responses/{id}",
@@ -77,12 +78,13 @@ func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), rec: records{s: cfg.Store, resp: cfg.Responses}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.mux.HandleFunc(routes[0], h.create)
-	h.mux.HandleFunc(routes[1], h.get)
-	h.mux.HandleFunc(routes[2], h.inputItems)
-	h.mux.HandleFunc(routes[3], h.delete)
-	h.mux.HandleFunc(routes[4], h.cancelResponse)
-	h.mux.HandleFunc(routes[5], h.unsupported)
+	h.mux.HandleFunc(routes[1], h.websocket)
+	h.mux.HandleFunc(routes[2], h.get)
+	h.mux.HandleFunc(routes[3], h.inputItems)
+	h.mux.HandleFunc(routes[4], h.delete)
+	h.mux.HandleFunc(routes[5], h.cancelResponse)
 	h.mux.HandleFunc(routes[6], h.unsupported)
+	h.mux.HandleFunc(routes[7], h.unsupported)
 	return h
 }
 
@@ -154,7 +156,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	req.ReplaceFrom = h.replaceTarget(ctx, principal, r.Header.Get(inbound.HeaderReplaceFrom))
 	req.Detached = cr.Background || header != "" || req.ReplaceFrom != ""
 
-	run, err := h.start(ctx, principal, cr, rec, header)
+	run, err := h.start(ctx, principal, cr, rec, header, nil)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -202,8 +204,9 @@ func (h *Handler) replaceTarget(ctx context.Context, principal, id string) strin
 }
 
 // start resolves the request's session and transcript, starts its run and
-// records the response (when it is stored).
-func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request, rec *record, header string) (*bridge.Run, error) {
+// records the response (when it is stored). A WebSocket connection passes
+// its cache of responses, which previous_response_id names first.
+func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request, rec *record, header string, cache *wsCache) (*bridge.Run, error) {
 	req := cr.Hub
 	// end is the position of the session's last message before this
 	// response adds to it (-1: it starts a session): where the responses
@@ -211,15 +214,15 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 	end := int64(-1)
 	switch {
 	case cr.PreviousResponseID != "":
-		prev, err := h.rec.get(ctx, principal, cr.PreviousResponseID)
+		prev, err := h.previous(ctx, principal, cr.PreviousResponseID, cache)
 		if err != nil {
-			if bridge.ErrorCode(err) == bridge.CodeNotFound {
-				return nil, previousNotFound(cr.PreviousResponseID)
-			}
 			return nil, err
 		}
 		defer h.locks.lock(prev.SessionID)()
 		if end, err = h.chain(ctx, prev, req); err != nil {
+			return nil, err
+		}
+		if err := h.checkResults(ctx, req); err != nil {
 			return nil, err
 		}
 	case header != "":
@@ -244,6 +247,7 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 		if err := h.rec.end(ctx, principal, run.SessionID, end); err != nil {
 			h.cfg.Logger.Warn("record where the session's responses ended", "session", run.SessionID, "err", err)
 		}
+		cache.end(run.SessionID, end)
 	}
 	if !cr.Store {
 		return run, nil
@@ -256,6 +260,56 @@ func (h *Handler) start(ctx context.Context, principal string, cr *wire.Request,
 			Message: "the bridge cannot store responses right now"}
 	}
 	return run, nil
+}
+
+// checkResults fails a continuation whose function_call_output items
+// answer no function_call of its conversation, as the API does (the
+// upstream would otherwise get a tool result without its call).
+func (h *Handler) checkResults(ctx context.Context, req *bridge.Request) error {
+	var missing []string
+	for _, m := range req.Messages {
+		if m.ToolCallID != "" {
+			missing = append(missing, m.ToolCallID)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	msgs := req.Messages
+	if !req.Full {
+		prior, _, err := h.rec.s.Messages(ctx, req.SessionID, 0, 0)
+		if err != nil {
+			return err
+		}
+		msgs = append(prior, msgs...)
+	}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			missing = slices.DeleteFunc(missing, func(id string) bool { return id == c.ID })
+		}
+	}
+	if len(missing) > 0 {
+		return &bridge.Error{Code: bridge.CodeInvalid, Param: "input",
+			Message: fmt.Sprintf("No tool call found for function call output with call_id %s.", missing[0])}
+	}
+	return nil
+}
+
+// previous is the response previous_response_id names: the connection's
+// (cache, when it has it), else a stored one.
+func (h *Handler) previous(ctx context.Context, principal, id string, cache *wsCache) (*record, error) {
+	if e := cache.get(id); e != nil && e.rec.RunID != "" {
+		rec := e.rec
+		return &rec, nil
+	}
+	prev, err := h.rec.get(ctx, principal, id)
+	if err != nil {
+		if bridge.ErrorCode(err) == bridge.CodeNotFound {
+			return nil, previousNotFound(id)
+		}
+		return nil, err
+	}
+	return prev, nil
 }
 
 // startRun starts the run, retrying a continuation that races the engine

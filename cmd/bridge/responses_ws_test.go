@@ -1,0 +1,369 @@
+package main
+
+// WebSocket mode of the Responses dialect end to end: coder/websocket's
+// client against `bridge serve` over a fake OpenAI Chat upstream.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// wsMsg is one server message, with the fields the tests read.
+type wsMsg struct {
+	Type     string `json:"type"`
+	Status   int    `json:"status"`
+	Delta    string `json:"delta"`
+	Response struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Output []struct {
+			Type    string `json:"type"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	} `json:"response"`
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	raw string
+}
+
+func (m *wsMsg) text() string {
+	var b strings.Builder
+	for _, o := range m.Response.Output {
+		for _, c := range o.Content {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+func wsDial(t *testing.T, m *Main, key string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	c, _, err := websocket.Dial(ctx, "ws://"+m.Addr()+"/v1/responses", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.SetReadLimit(8 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func wsSend(t *testing.T, c *websocket.Conn, v any) {
+	t.Helper()
+	b, ok := v.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+func wsRead(t *testing.T, c *websocket.Conn) *wsMsg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var m wsMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("message %q: %v", b, err)
+	}
+	m.raw = string(b)
+	return &m
+}
+
+// wsTurn reads one response's messages to its terminal event (or an error
+// message) and returns them; the last is the terminal one.
+func wsTurn(t *testing.T, c *websocket.Conn) []*wsMsg {
+	t.Helper()
+	var out []*wsMsg
+	for range 500 {
+		m := wsRead(t, c)
+		out = append(out, m)
+		switch m.Type {
+		case "response.completed", "response.failed", "response.incomplete", "error":
+			return out
+		}
+	}
+	t.Fatal("no terminal message in 500")
+	return nil
+}
+
+func create(input string, extra ...any) map[string]any {
+	v := map[string]any{"type": "response.create", "model": "gpt-4o-mini", "input": input}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v[extra[i].(string)] = extra[i+1]
+	}
+	return v
+}
+
+// TestResponsesWebSocketSequential: one connection carries several
+// responses, one after another, each event one message with its sequence
+// numbers from 0, and each response a run in the history.
+func TestResponsesWebSocketSequential(t *testing.T) {
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	c := wsDial(t, m, "")
+	var ids []string
+	for _, word := range []string{"first", "second", "third"} {
+		wsSend(t, c, create("Reply with "+word, "store", false))
+		turn := wsTurn(t, c)
+		last := turn[len(turn)-1]
+		if last.Type != "response.completed" || last.Response.Status != "completed" {
+			t.Fatalf("%s: terminal %s", word, last.raw)
+		}
+		if turn[0].Type != "response.created" || !strings.Contains(turn[0].raw, `"sequence_number":0`) {
+			t.Errorf("%s: first message %s, want response.created with sequence_number 0", word, turn[0].raw)
+		}
+		if got, want := last.text(), "You said: Reply with "+word; got != want {
+			t.Errorf("%s: text %q, want %q", word, got, want)
+		}
+		ids = append(ids, last.Response.ID)
+	}
+	if ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Errorf("response ids %v, want distinct", ids)
+	}
+	runs, err := m.Store().ListRuns(t.Context(), bridge.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 {
+		t.Fatalf("%d runs, want one a response", len(runs))
+	}
+	for _, r := range runs {
+		if r.Inbound != "responses" || r.Status != bridge.StatusCompleted {
+			t.Errorf("run %s: inbound %s status %s", r.ID, r.Inbound, r.Status)
+		}
+	}
+	if n := len(up.Requests()); n != 3 {
+		t.Errorf("%d upstream calls, want 3", n)
+	}
+}
+
+// TestResponsesWebSocketContinuation: previous_response_id continues a
+// store: false response of the same connection (the upstream sees the
+// earlier turn); on another connection that id is not found, nor is an
+// unknown one; a stored one is found anywhere.
+func TestResponsesWebSocketContinuation(t *testing.T) {
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	c := wsDial(t, m, "")
+	wsSend(t, c, create("Remember cobalt", "store", false))
+	first := wsTurn(t, c)
+	id := first[len(first)-1].Response.ID
+	wsSend(t, c, create("What was the word?", "store", false, "previous_response_id", id))
+	second := wsTurn(t, c)
+	if last := second[len(second)-1]; last.Type != "response.completed" {
+		t.Fatalf("continuation: %s", last.raw)
+	}
+	reqs := up.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "Remember cobalt") || !strings.Contains(body, "You said: Remember cobalt") {
+		t.Errorf("the continuation's upstream call lacks the earlier turn: %s", body)
+	}
+
+	// generate: false holds input for the next response, with no model
+	// call and no output.
+	calls := len(up.Requests())
+	wsSend(t, c, create("Prepare: warmed", "store", false, "generate", false))
+	warm := wsTurn(t, c)
+	if last := warm[len(warm)-1]; last.Type != "response.completed" || len(last.Response.Output) != 0 || len(up.Requests()) != calls {
+		t.Fatalf("generate false: %s (%d upstream calls, want %d)", last.raw, len(up.Requests()), calls)
+	}
+	wsSend(t, c, create("Reply", "store", false, "previous_response_id", warm[len(warm)-1].Response.ID))
+	if got := wsTurn(t, c); got[len(got)-1].Type != "response.completed" {
+		t.Fatalf("after the warmup: %s", got[len(got)-1].raw)
+	}
+	reqs = up.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "Prepare: warmed") {
+		t.Errorf("the warmup's input did not reach the next call: %s", body)
+	}
+
+	other := wsDial(t, m, "")
+	wsSend(t, other, create("Again", "store", false, "previous_response_id", id))
+	if got := wsTurn(t, other); got[0].Type != "error" || got[0].Error.Code != "previous_response_not_found" || got[0].Status != 404 {
+		t.Errorf("another connection's unstored response: %s, want error previous_response_not_found", got[0].raw)
+	}
+	wsSend(t, other, create("Again", "previous_response_id", "resp_unknown"))
+	if got := wsTurn(t, other); got[0].Type != "error" || got[0].Error.Code != "previous_response_not_found" {
+		t.Errorf("an unknown id: %s, want error previous_response_not_found", got[0].raw)
+	}
+	// A stored response continues on any connection.
+	wsSend(t, c, create("Store this"))
+	stored := wsTurn(t, c)
+	wsSend(t, other, create("Continue it", "previous_response_id", stored[len(stored)-1].Response.ID))
+	if got := wsTurn(t, other); got[len(got)-1].Type != "response.completed" {
+		t.Errorf("a stored response on another connection: %s", got[len(got)-1].raw)
+	}
+}
+
+// TestResponsesWebSocketEviction: a continuation that fails (a tool output
+// answering no call) evicts the response it continued from; the next
+// continuation of it is previous_response_not_found.
+func TestResponsesWebSocketEviction(t *testing.T) {
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	c := wsDial(t, m, "")
+	wsSend(t, c, create("Remember ember", "store", false))
+	first := wsTurn(t, c)
+	id := first[len(first)-1].Response.ID
+	bad := map[string]any{"type": "response.create", "model": "gpt-4o-mini", "store": false, "previous_response_id": id,
+		"input": []any{map[string]any{"type": "function_call_output", "call_id": "call_missing", "output": "nothing"}}}
+	wsSend(t, c, bad)
+	failed := wsTurn(t, c)
+	last := failed[len(failed)-1]
+	if last.Type != "error" && last.Type != "response.failed" {
+		t.Fatalf("a continuation answering no call: %s, want it to fail", last.raw)
+	}
+	wsSend(t, c, create("Try again", "store", false, "previous_response_id", id))
+	if got := wsTurn(t, c); got[0].Type != "error" || got[0].Error.Code != "previous_response_not_found" {
+		t.Errorf("after the failed continuation: %s, want previous_response_not_found", got[0].raw)
+	}
+}
+
+// TestResponsesWebSocketBadFrames: a message that is not JSON, one of an
+// unknown type and one over the size limit are each answered with an
+// error message; the connection goes on serving.
+func TestResponsesWebSocketBadFrames(t *testing.T) {
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	c := wsDial(t, m, "")
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want string // in the error's message
+	}{
+		{"not JSON", []byte("{not json"), "not a JSON object"},
+		{"unknown type", []byte(`{"type":"response.frobnicate","model":"gpt-4o-mini"}`), "unknown client event"},
+		{"no input", []byte(`{"type":"response.create","model":"gpt-4o-mini"}`), "input"},
+		{"background", []byte(`{"type":"response.create","model":"gpt-4o-mini","input":"hi","background":true}`), "background"},
+		{"oversize", []byte(`{"type":"response.create","model":"gpt-4o-mini","input":"` + strings.Repeat("a", 9<<20) + `"}`), "too large"},
+	} {
+		wsSend(t, c, tc.msg)
+		got := wsRead(t, c)
+		if got.Type != "error" || got.Status < 400 || !strings.Contains(got.Error.Message, tc.want) {
+			t.Errorf("%s: %s, want an error event saying %q", tc.name, got.raw, tc.want)
+		}
+	}
+	wsSend(t, c, create("still there?", "store", false))
+	if got := wsTurn(t, c); got[len(got)-1].Type != "response.completed" {
+		t.Errorf("after the bad frames: %s", got[len(got)-1].raw)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("%d upstream calls, want 1 (no bad frame reached the upstream)", n)
+	}
+}
+
+// TestResponsesWebSocketResume: a client that drops the connection in the
+// middle of a response leaves its run running; the run API replays the
+// whole response.
+func TestResponsesWebSocketResume(t *testing.T) {
+	up := chatUpstream(t, 20*time.Millisecond)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	c := wsDial(t, m, "")
+	wsSend(t, c, create("one two three four five six seven eight nine ten"))
+	var respID string
+	for range 4 {
+		msg := wsRead(t, c)
+		if msg.Response.ID != "" {
+			respID = msg.Response.ID
+		}
+	}
+	c.CloseNow()
+	runs, err := m.Store().ListRuns(t.Context(), bridge.RunFilter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v, %v", runs, err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+m.Addr()+"/v1/runs/"+runs[0].ID+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("run events: %s", resp.Status)
+	}
+	var text strings.Builder
+	done := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev wsMsg
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+		if ev.Type == "response.completed" {
+			done = true
+			if ev.Response.ID != respID {
+				t.Errorf("resumed response id %s, want %s", ev.Response.ID, respID)
+			}
+			break
+		}
+	}
+	if want := "You said: one two three four five six seven eight nine ten"; !done || text.String() != want {
+		t.Errorf("resumed: completed %v, text %q; want %q", done, text.String(), want)
+	}
+}
+
+// TestResponsesWebSocketAuth: the upgrade authenticates as any request
+// does.
+func TestResponsesWebSocketAuth(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "ws-secret")
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, "ws://"+m.Addr()+"/v1/responses", nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %v, %v; want 401", resp, err)
+	}
+	c := wsDial(t, m, "ws-secret")
+	wsSend(t, c, create("hi", "store", false))
+	if got := wsTurn(t, c); got[len(got)-1].Type != "response.completed" {
+		t.Errorf("with the key: %s", got[len(got)-1].raw)
+	}
+	// A plain GET is told what the route is for.
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+m.Addr()+"/v1/responses", nil)
+	req.Header.Set("Authorization", "Bearer ws-secret")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET without an upgrade: %s, want 400", r2.Status)
+	}
+}
