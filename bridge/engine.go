@@ -122,6 +122,10 @@ type Engine struct {
 	runs    sync.WaitGroup // pump goroutines
 
 	writerDone chan struct{}
+	// background stops the lease renewal and the relay's server (a store
+	// several processes share); bgDone is closed once they returned.
+	background context.CancelFunc
+	bgDone     sync.WaitGroup
 }
 
 // New starts an engine and its writer goroutine.
@@ -161,6 +165,14 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.queue = make(chan *pending, q)
 	go e.writer()
+	bg, stop := context.WithCancel(context.Background())
+	e.background = stop
+	if l, ok := cfg.Store.(Leaser); ok {
+		e.bgDone.Go(func() { e.renewLeases(bg, l) })
+	}
+	if rl, ok := cfg.Store.(Relay); ok {
+		e.bgDone.Go(func() { e.serveRelay(bg, rl) })
+	}
 	return e, nil
 }
 
@@ -187,6 +199,7 @@ var (
 	errClientGone = errors.New("client disconnected")
 	errShutdown   = errors.New("bridge shutting down")
 	errRunTimeout = errors.New("run timeout")
+	errLeaseLost  = errors.New("another replica took the run over")
 )
 
 func (e *Engine) register(lr *liveRun) error {
@@ -263,6 +276,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	close(e.queue)
 	<-e.writerDone
+	e.background()
+	e.bgDone.Wait()
 	return nil
 }
 

@@ -113,6 +113,11 @@ func (e *Engine) Abort(ctx context.Context, runID string) (*Run, error) {
 		if r.Status == StatusInputRequired {
 			return e.abortWaiting(ctx, r)
 		}
+		if r.Status == StatusRunning { // another process drives it
+			if run, ok, err := e.relay(ctx, Command{Kind: CommandAbort, Run: runID}); ok {
+				return run, err
+			}
+		}
 		return r, nil
 	}
 	e.cancelUpstream(ctx, lr)

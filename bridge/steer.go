@@ -17,8 +17,14 @@ import (
 func (e *Engine) Steer(ctx context.Context, runID string, msg Message) error {
 	lr := e.liveRun(runID)
 	if lr == nil || lr.run.Principal != PrincipalFromContext(ctx) {
-		if _, err := e.Run(ctx, runID); err != nil {
+		r, err := e.Run(ctx, runID)
+		if err != nil {
 			return err
+		}
+		if r.Status == StatusRunning { // another process drives it
+			if _, ok, err := e.relay(ctx, Command{Kind: CommandSteer, Run: runID, Message: &msg}); ok {
+				return err
+			}
 		}
 		return Errorf(CodeConflict, "run %s is not running", runID)
 	}

@@ -25,6 +25,10 @@ type Config struct {
 	Upstreams []Upstream    `yaml:"upstreams"`
 	// EchoDelay paces the echo upstream's words.
 	EchoDelay time.Duration `yaml:"echo_delay"`
+	// Lease is, on a PostgreSQL log, how long a replica's lease on the
+	// runs it drives lasts unless renewed (0: 10 s): another replica takes
+	// a dead one's runs over once it has passed.
+	Lease time.Duration `yaml:"lease"`
 	// ShutdownGrace bounds how long SIGTERM waits for streams to end.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// RunTimeout bounds a whole run (0: none).

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,10 +48,11 @@ type Server struct {
 	// engine, before the store.
 	closers []io.Closer
 
-	janitorStop chan struct{}
-	janitorDone chan struct{}
-	closeOnce   sync.Once
-	closeErr    error
+	janitorStop  chan struct{}
+	janitorDone  chan struct{}
+	takeoverDone chan struct{}
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // Options are what a Server may be given beside its Config: a tool that
@@ -83,15 +85,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 			_ = tel.Shutdown(sctx)
 		}
 	}()
-	store, err := openStore(ctx, cfg.DB)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if opt.Store != nil {
 		store = opt.Store(store)
 	}
-	m := &Server{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{})}
-	running, err := store.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
+	m := &Server{cfg: cfg, log: log, store: store, tel: tel, janitorStop: make(chan struct{}), janitorDone: make(chan struct{}),
+		takeoverDone: make(chan struct{})}
+	// The runs the last process left running: all those of the store, or,
+	// with replicas sharing it (a Leaser), those whose replica's lease
+	// has ended (the others are live elsewhere).
+	leaser, leased := store.(bridge.Leaser)
+	var running []*bridge.Run
+	if leased {
+		running, err = leaser.TakeExpired(ctx)
+	} else {
+		running, err = store.ListRuns(ctx, bridge.RunFilter{Status: bridge.StatusRunning})
+	}
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("list runs left running: %w", err)
@@ -157,7 +169,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	// Runs a crash left running: those whose upstream can resume them go
 	// on upstream; the others are closed as interrupted.
 	resumed := resumeRuns(ctx, engine, rt, running, log)
-	ids, err := store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC(), resumed...)
+	var ids []string
+	if leased {
+		ids, err = leaser.InterruptRuns(ctx, reasonReplicaGone, time.Now().UTC(), notIn(running, resumed)...)
+	} else {
+		ids, err = store.InterruptRunning(ctx, "bridge restarted", time.Now().UTC(), resumed...)
+	}
 	if err != nil {
 		_ = engine.Close(ctx)
 		store.Close()
@@ -259,7 +276,57 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go m.janitor()
+	if leased {
+		go m.takeover(leaser, rt)
+	} else {
+		close(m.takeoverDone)
+	}
 	return m, nil
+}
+
+// reasonReplicaGone is the reason of a run closed because the replica that
+// drove it died and its upstream cannot resume it.
+const reasonReplicaGone = "the bridge replica running it stopped"
+
+// takeover, on a store replicas share, takes over the runs of replicas that
+// died (their lease ended) as a restart does: a run whose upstream can
+// resume it goes on here, any other is closed as interrupted. It looks
+// twice per lease, so a dead replica's runs go on within 1.5 leases.
+func (m *Server) takeover(l bridge.Leaser, rt *routes) {
+	defer close(m.takeoverDone)
+	t := time.NewTicker(max(l.LeaseTTL()/2, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-m.janitorStop:
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.LeaseTTL())
+		runs, err := l.TakeExpired(ctx)
+		if err != nil {
+			m.log.Warn("take over runs of stopped replicas", "err", err)
+		} else if len(runs) > 0 {
+			resumed := resumeRuns(ctx, m.engine, rt, runs, m.log)
+			ids, err := l.InterruptRuns(ctx, reasonReplicaGone, time.Now().UTC(), notIn(runs, resumed)...)
+			if err != nil {
+				m.log.Warn("close runs of stopped replicas", "err", err)
+			}
+			m.log.Warn("took over the runs of a stopped replica", "resumed", len(resumed), "interrupted", len(ids))
+		}
+		cancel()
+	}
+}
+
+// notIn returns the ids of runs not in ids.
+func notIn(runs []*bridge.Run, ids []string) []string {
+	var out []string
+	for _, r := range runs {
+		if !slices.Contains(ids, r.ID) {
+			out = append(out, r.ID)
+		}
+	}
+	return out
 }
 
 // authenticate is keys.Authenticate for a dialect, as the middleware
@@ -324,9 +391,10 @@ func loadKeys(cfg Config) (*inbound.Keys, error) {
 
 // openStore opens the log db names: a PostgreSQL database for a
 // postgres:// URL (several replicas may share it), else a SQLite file.
-func openStore(ctx context.Context, db string) (bridge.Store, error) {
+func openStore(ctx context.Context, cfg Config) (bridge.Store, error) {
+	db := cfg.DB
 	if postgres.IsURL(db) {
-		s, err := postgres.Open(ctx, db, postgres.Options{})
+		s, err := postgres.Open(ctx, db, postgres.Options{Lease: cfg.Lease})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err) // the URL may hold a password: not in the message
 		}
@@ -405,6 +473,7 @@ func (m *Server) Close(ctx context.Context) error {
 		}
 		close(m.janitorStop)
 		<-m.janitorDone
+		<-m.takeoverDone
 		ectx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if ctx.Err() == nil {

@@ -78,6 +78,7 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	retention := fs.Duration("retention", cfg.Retention, "how long events are kept after their run ends")
 	echoDelay := fs.Duration("echo-delay", 0, "pause between the echo upstream's words")
 	record := fs.Bool("record-upstream", false, "record every run's upstream calls for the inspector at /ui/ (in memory, capped, keys redacted)")
+	lease := fs.Duration("lease", 0, "with a postgres:// --db: how long a replica's lease on its runs lasts unless renewed; another replica takes over a dead one's runs after it (default 10s)")
 	var ups upstreamFlags
 	fs.Var(&ups, "upstream", "upstream as DIALECT=URL (openai=http://host/v1) or echo; repeatable")
 	if err := fs.Parse(args); err != nil {
@@ -110,6 +111,9 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	}
 	if set["record-upstream"] {
 		cfg.RecordUpstream = *record
+	}
+	if set["lease"] {
+		cfg.Lease = *lease
 	}
 	if len(ups) > 0 {
 		cfg.Upstreams = nil

@@ -40,6 +40,10 @@ type Options struct {
 	// MaxConns caps the connection pool (default: pgxpool's, the larger
 	// of 4 and the number of CPUs).
 	MaxConns int32
+	// Lease is how long a run this process creates or takes over stays
+	// leased to it unless the engine renews the lease (default 10s): a
+	// replica that dies leaves its runs to the others after that long.
+	Lease time.Duration
 }
 
 // Store is a bridge.Store in a PostgreSQL database. It is safe for
@@ -49,6 +53,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	now   func() time.Time
 	watch watch
+	// owner names this process in the leases it holds (random per Open).
+	owner string
+	lease time.Duration
 }
 
 // IsURL reports whether db names a PostgreSQL database (a postgres:// or
@@ -74,7 +81,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s", redact(err))
 	}
-	s := &Store{pool: pool, now: opt.Now}
+	s := &Store{pool: pool, now: opt.Now, owner: bridge.NewID("replica_"), lease: cmp.Or(opt.Lease, defaultLease)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -273,7 +280,8 @@ func (s *Store) UpdateSession(ctx context.Context, sess *bridge.Session) error {
 
 // runColumns is the column list of a run row, as createRun writes it.
 const runColumns = `id, session_id, client_run_id, principal, inbound, outbound, upstream, model,
-	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render`
+	status, stop_reason, reason, usage, dropped, trace_id, upstream_run_id, created, finished, last_seq, render,
+	owner, lease_until`
 
 // runSelect is what scanRun reads. Commits of events do not touch the run's
 // row (no row version per batch), so a running run takes its last seq from
@@ -291,7 +299,7 @@ func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Mes
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		if err := createRun(ctx, tx, r); err != nil {
+		if err := s.createRun(ctx, tx, r); err != nil {
 			return err
 		}
 		return s.addMessages(ctx, tx, input, r.ID, r.Created)
@@ -311,7 +319,7 @@ func (s *Store) checkRun(r *bridge.Run) error {
 	return nil
 }
 
-func createRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
+func (s *Store) createRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 	usage, err := json.Marshal(&r.Usage)
 	if err != nil {
 		return fmt.Errorf("create run id=%s: usage: %w", r.ID, err)
@@ -321,10 +329,11 @@ func createRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 		return fmt.Errorf("create run id=%s: dropped: %w", r.ID, err)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, `+dbNow+` + $21)`,
 		r.ID, r.SessionID, r.ClientRunID, r.Principal, r.Inbound, r.Outbound, r.Upstream, r.Model,
 		string(r.Status), string(r.StopReason), r.Reason, string(usage), dropped, r.TraceID, r.UpstreamRunID,
-		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render))
+		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render),
+		s.owner, s.lease.Nanoseconds())
 	if pgCode(err) == uniqueViolation {
 		return bridge.Errorf(bridge.CodeConflict, "run %q exists", r.ID)
 	}
@@ -500,7 +509,7 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 			}
 		}
 		for _, r := range b.NewRuns {
-			if err := createRun(ctx, tx, r); err != nil {
+			if err := s.createRun(ctx, tx, r); err != nil {
 				return err
 			}
 		}
@@ -511,7 +520,7 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 			return err
 		}
 		for _, r := range b.Runs {
-			if err := updateRun(ctx, tx, r); err != nil {
+			if err := s.updateRun(ctx, tx, r); err != nil {
 				return err
 			}
 		}
@@ -559,7 +568,10 @@ func appendEvents(ctx context.Context, tx pgx.Tx, evs []bridge.Event) error {
 }
 
 // updateRun writes the mutable fields of r.
-func updateRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
+//
+// A run that goes back to running (continued with the client's tool
+// results) is leased to this process, which drives it from then on.
+func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 	usage, err := json.Marshal(&r.Usage)
 	if err != nil {
 		return fmt.Errorf("update run id=%s: usage: %w", r.ID, err)
@@ -570,10 +582,12 @@ func updateRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 	}
 	tag, err := tx.Exec(ctx, `UPDATE runs SET outbound = $1, upstream = $2, model = $3, status = $4, stop_reason = $5,
 		reason = $6, usage = $7, dropped = $8, trace_id = $9, upstream_run_id = $10, finished = $11,
-		last_seq = GREATEST(last_seq, $12, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
+		last_seq = GREATEST(last_seq, $12, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0)),
+		owner = CASE WHEN status <> 'running' AND $4 = 'running' THEN $14 ELSE owner END,
+		lease_until = CASE WHEN status <> 'running' AND $4 = 'running' THEN `+dbNow+` + $15 ELSE lease_until END
 		WHERE id = $13`,
 		r.Outbound, r.Upstream, r.Model, string(r.Status), string(r.StopReason), r.Reason, string(usage), dropped,
-		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID)
+		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID, s.owner, s.lease.Nanoseconds())
 	if err != nil {
 		return fmt.Errorf("update run id=%s: %w", r.ID, err)
 	}
@@ -843,6 +857,11 @@ func (s *Store) lookupID(ctx context.Context, q string, kind bridge.IDKind, scop
 // interrupted with reason at now, after its last event; it returns their
 // ids, oldest first.
 func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error) {
+	return s.interrupt(ctx, reason, now, func(id string) bool { return !slices.Contains(keep, id) })
+}
+
+// interrupt closes the running runs pick picks as interrupted.
+func (s *Store) interrupt(ctx context.Context, reason string, now time.Time, pick func(id string) bool) ([]string, error) {
 	var ids []string
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		ids = ids[:0]
@@ -862,7 +881,7 @@ func (s *Store) InterruptRunning(ctx context.Context, reason string, now time.Ti
 				rows.Close()
 				return err
 			}
-			if !slices.Contains(keep, o.id) {
+			if pick(o.id) {
 				runs = append(runs, o)
 			}
 		}

@@ -1,0 +1,121 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/storage/postgres"
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
+)
+
+// TestLeases: a run is leased to the process that created it; another
+// process takes it only once the lease has ended unrenewed, one process
+// takes it once, and the first then learns it lost it.
+func TestLeases(t *testing.T) {
+	url := pgtest.Schema(t)
+	const lease = 300 * time.Millisecond
+	open := func() *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b, c := open(), open(), open()
+	ctx := t.Context()
+	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := a.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(3 * lease)
+	var took []string
+	for time.Now().Before(deadline) { // a keeps r1 renewed, not r2; b and c look
+		if lost, err := a.RenewLeases(ctx, []string{"r1"}); err != nil || len(lost) > 0 {
+			t.Fatalf("renew: lost %v, %v", lost, err)
+		}
+		for _, s := range []*postgres.Store{b, c} {
+			runs, err := s.TakeExpired(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range runs {
+				took = append(took, r.ID)
+			}
+		}
+		for _, s := range []*postgres.Store{b, c} { // whichever took r2 keeps it
+			if _, err := s.RenewLeases(ctx, []string{"r2"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(lease / 5)
+	}
+	if !slices.Equal(took, []string{"r2"}) {
+		t.Fatalf("taken over: %v, want r2 once", took)
+	}
+	if lost, err := a.RenewLeases(ctx, []string{"r1", "r2"}); err != nil || !slices.Equal(lost, []string{"r2"}) {
+		t.Fatalf("a renews r1, r2: lost %v (want r2), %v", lost, err)
+	}
+	ids, err := c.InterruptRuns(ctx, "gone", time.Now(), "r2")
+	if err != nil || !slices.Equal(ids, []string{"r2"}) {
+		t.Fatalf("interrupt r2: %v %v", ids, err)
+	}
+	if r, _ := a.Run(ctx, "r1"); r.Status != bridge.StatusRunning {
+		t.Fatalf("r1 is %s, want running", r.Status)
+	}
+}
+
+// TestRelay: a stop sent through one process reaches the process that
+// holds the run's lease, and its answer comes back; a run whose lease
+// ended gets CodeUnavailable at once.
+func TestRelay(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func(lease time.Duration) *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(time.Minute), open(time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateRun(ctx, &bridge.Run{ID: "r1", SessionID: "s", Status: bridge.StatusRunning, Principal: "p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan bridge.Command, 1)
+	go a.ServeRelay(ctx, func(_ context.Context, cmd bridge.Command) bridge.Answer {
+		got <- cmd
+		return bridge.Answer{Run: &bridge.Run{ID: cmd.Run, Status: bridge.StatusCancelled}, Error: bridge.Errorf(bridge.CodeConflict, "told")}
+	})
+	ans, err := b.Relay(ctx, bridge.Command{Kind: bridge.CommandAbort, Run: "r1", Principal: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd := <-got; cmd.Kind != bridge.CommandAbort || cmd.Run != "r1" || cmd.Principal != "p" {
+		t.Fatalf("the owner got %+v", cmd)
+	}
+	if ans.Run == nil || ans.Run.Status != bridge.StatusCancelled || ans.Error == nil || ans.Error.Code != bridge.CodeConflict {
+		t.Fatalf("answer %+v", ans)
+	}
+
+	short := open(50 * time.Millisecond)
+	if err := short.CreateRun(ctx, &bridge.Run{ID: "r2", SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := b.Relay(ctx, bridge.Command{Kind: bridge.CommandAbort, Run: "r2"}); bridge.ErrorCode(err) != bridge.CodeUnavailable {
+		t.Fatalf("relay to a dead owner: %v, want unavailable", err)
+	}
+}
