@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
@@ -117,5 +119,45 @@ func TestRelay(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if _, err := b.Relay(ctx, bridge.Command{Kind: bridge.CommandAbort, Run: "r2"}); bridge.ErrorCode(err) != bridge.CodeUnavailable {
 		t.Fatalf("relay to a dead owner: %v, want unavailable", err)
+	}
+}
+
+// TestOneJanitor: while one replica's janitor holds the retention lock,
+// another's deletes nothing (and does not wait); once it is free, it does.
+func TestOneJanitor(t *testing.T) {
+	url := pgtest.Schema(t)
+	s, err := postgres.Open(t.Context(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := s.CreateRun(ctx, &bridge.Run{ID: "r", SessionID: "s", Status: bridge.StatusRunning, Created: old}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := []bridge.Event{{RunID: "r", Seq: 1, Time: old, Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted}}}
+	if err := s.Commit(ctx, &bridge.Batch{Events: evs, Runs: []*bridge.Run{{ID: "r", SessionID: "s", Status: bridge.StatusCompleted, Finished: old, LastSeq: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(0x6272696467650002)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteEventsBefore(ctx, time.Now()); err != nil || n != 0 {
+		t.Fatalf("with the lock held elsewhere: deleted %d, %v; want 0", n, err)
+	}
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(0x6272696467650002)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteEventsBefore(ctx, time.Now()); err != nil || n != 1 {
+		t.Fatalf("with the lock free: deleted %d, %v; want 1", n, err)
 	}
 }

@@ -918,10 +918,24 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, err
 	if t.IsZero() {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM events WHERE run_id IN
-		(SELECT id FROM runs WHERE finished <> 0 AND finished < $1 AND status <> $2)`, t.UnixNano(), string(bridge.StatusRunning))
+	var n int64
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		// One janitor at a time: the replicas all run one, and the one
+		// that finds the lock taken leaves the work to its holder.
+		var locked bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(janitorLock)).Scan(&locked); err != nil || !locked {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM events WHERE run_id IN
+			(SELECT id FROM runs WHERE finished <> 0 AND finished < $1 AND status <> $2)`, t.UnixNano(), string(bridge.StatusRunning))
+		n = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("delete events before %s: %w", t.UTC().Format(time.RFC3339Nano), err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
+
+// janitorLock is the advisory lock of the retention janitor.
+const janitorLock = 0x6272696467650002 // "bridge" 2
