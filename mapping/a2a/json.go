@@ -10,41 +10,9 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// maxDepth is the deepest JSON nesting a decoder accepts.
+// maxDepth is the deepest JSON nesting a decoder accepts (checked by
+// wire.CheckDepth).
 const maxDepth = 64
-
-// checkDepth rejects JSON nested deeper than max levels of objects and
-// arrays. It counts brackets outside strings only; validity is left to the
-// parser that runs after it.
-func checkDepth(b []byte, max int) bool {
-	depth := 0
-	inStr, esc := false, false
-	for _, c := range b {
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return false
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return true
-}
 
 func isNull(raw []byte) bool { return wire.IsNull(raw) }
 

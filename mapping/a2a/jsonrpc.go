@@ -142,7 +142,7 @@ func DecodeBody(body []byte) (reqs []Request, batch bool, err *Error) {
 	if !json.Valid(body) {
 		return nil, false, &Error{Code: CodeParseError, Message: "Invalid JSON payload."}
 	}
-	if !checkDepth(body, maxDepth) {
+	if wire.CheckDepth(body, maxDepth) != nil {
 		return nil, false, &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels."}
 	}
 	switch wire.Kind(body) {
