@@ -291,12 +291,12 @@ func TestInspectorBrowser(t *testing.T) {
 		live := resp.Header.Get("X-Run-Id")
 		p.open("#/run/" + live)
 		p.until("the live run", fmt.Sprintf(`document.querySelector('#run[data-run=%s] #stop') !== null`, js(live)))
-		p.until("some events", `Number(document.querySelector("#run-seq").innerText) > 3`)
+		p.until("some events", `Number((document.querySelector("#run-seq") || {}).innerText) > 3`)
 		if client := p.text("#wire-client pre"); !strings.Contains(client, "data: {") || strings.Contains(client, "[DONE]") {
 			t.Errorf("the live run's client wire: want its frames so far and no end:\n%s", client)
 		}
 		seen := p.text("#run-seq")
-		p.until("more events, live", fmt.Sprintf(`Number(document.querySelector("#run-seq").innerText) > %s + 3`, seen))
+		p.until("more events, live", fmt.Sprintf(`Number((document.querySelector("#run-seq") || {}).innerText) > %s + 3`, seen))
 		p.do("stop", chromedp.Click(chromedp.CSS("#stop")))
 		p.until("cancelled", `document.querySelector('#run-status [data-status="cancelled"]') !== null`)
 		r, err := store.Run(t.Context(), live)

@@ -4,7 +4,13 @@
 
 const DIALECTS = ["openai", "responses", "anthropic", "a2a", "adk", "hermes", "echo"];
 const STATUSES = ["running", "completed", "failed", "cancelled", "interrupted", "input_required"];
-let timer = null; // the current page's refresh, cleared on every route
+let gen = 0; // the route's generation: a page of an older one neither shows nor refreshes
+
+// every runs f each ms while route my is the current one.
+function every(my, f, ms) {
+  if (my !== gen) return;
+  const id = setInterval(() => { if (my !== gen) clearInterval(id); else f(id); }, ms);
+}
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -106,6 +112,7 @@ function listQuery() {
 }
 
 async function runsPage() {
+  const my = gen;
   const q = listQuery();
   const sel = (name, opts) => el("label", {}, name,
     el("select", { name, id: "f-" + name }, el("option", { value: "", text: "any" }),
@@ -151,7 +158,7 @@ async function runsPage() {
     pager.replaceChildren(...kids);
   };
   await load();
-  timer = setInterval(() => { if (live.checked) load().catch(() => {}); }, 2000);
+  every(my, () => { if (live.checked) load().catch(() => {}); }, 2000);
 }
 
 // ---- one run ----
@@ -291,6 +298,7 @@ function renderRun(p, root) {
 let refresh = () => {};
 
 async function runPage(id) {
+  const my = gen;
   const root = el("div", { id: "run" });
   show(root);
   refresh = async () => {
@@ -302,11 +310,12 @@ async function runPage(id) {
     const s2 = document.getElementById("steer-input");
     if (s2) s2.value = draft;
     window.scrollTo(0, y);
-    if (p.run.status !== "running" && timer) { clearInterval(timer); timer = null; }
     return p;
   };
   const p = await refresh();
-  if (p.run.status === "running") timer = setInterval(() => refresh().catch(() => {}), 500);
+  if (p.run.status === "running") {
+    every(my, (id) => refresh().then((p) => { if (p.run.status !== "running") clearInterval(id); }).catch(() => {}), 500);
+  }
 }
 
 // ---- a session ----
@@ -321,7 +330,9 @@ function chat(messages) {
 }
 
 async function sessionPage(id) {
+  const my = gen;
   const p = await api("sessions/" + encodeURIComponent(id));
+  if (my !== gen) return;
   show(el("h1", {}, "Session ", el("span", { class: "mono", text: p.session.id })),
     el("h2", { text: "Runs, in order" }),
     el("table", { id: "session-runs" }, el("thead", {}, el("tr", {}, ["created", "run", "status", "dialects", "model", "duration"].map((h) => el("th", { text: h })))),
@@ -333,17 +344,18 @@ async function sessionPage(id) {
 // ---- routing ----
 
 async function route() {
-  if (timer) { clearInterval(timer); timer = null; }
+  const my = ++gen;
   refresh = () => {};
   const h = location.hash.replace(/^#/, "") || "/";
   try {
     await whoami();
+    if (my !== gen) return; // a newer route is on its way
     let m;
     if ((m = h.match(/^\/run\/([^?]+)/))) await runPage(decodeURIComponent(m[1]));
     else if ((m = h.match(/^\/session\/([^?]+)/))) await sessionPage(decodeURIComponent(m[1]));
     else await runsPage();
   } catch (err) {
-    showError(err);
+    if (my === gen) showError(err);
   }
 }
 
