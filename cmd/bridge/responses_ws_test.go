@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -365,5 +366,70 @@ func TestResponsesWebSocketAuth(t *testing.T) {
 	r2.Body.Close()
 	if r2.StatusCode != http.StatusBadRequest {
 		t.Errorf("GET without an upgrade: %s, want 400", r2.Status)
+	}
+}
+
+// TestResponsesCompact: /v1/responses/compact over a Chat upstream asks
+// the model for a summary and answers a response.compaction object with
+// one compaction item; that item, sent back as input, reaches the upstream
+// as the summary. No model is a 400; a forged reference is a 400.
+func TestResponsesCompact(t *testing.T) {
+	up := chatUpstream(t, 0)
+	m := bridgeOver(t, "openai", up.BaseURL())
+	post := func(path, body string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+m.Addr()+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, b := post("/v1/responses/compact", `{"input":"hi"}`); code != 400 || !strings.Contains(string(b), `"param":"model"`) {
+		t.Errorf("no model: %d %s, want 400 on model", code, b)
+	}
+	code, b := post("/v1/responses/compact", `{"model":"gpt-4o-mini","input":[{"role":"user","content":"My name is Ada."},{"role":"assistant","content":"Hello Ada."}]}`)
+	if code != 200 {
+		t.Fatalf("compact: %d %s", code, b)
+	}
+	var obj struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+		Output []struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Content string `json:"encrypted_content"`
+		} `json:"output"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Object != "response.compaction" || len(obj.Output) != 1 || obj.Output[0].Type != "compaction" || obj.Output[0].Content == "" || obj.Usage.InputTokens == 0 {
+		t.Fatalf("compaction object: %s", b)
+	}
+	reqs := up.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "My name is Ada.") || !strings.Contains(body, "Summarize the conversation") {
+		t.Errorf("the summary call did not carry the conversation and the prompt: %s", body)
+	}
+	item, _ := json.Marshal(obj.Output[0])
+	code, b = post("/v1/responses", `{"model":"gpt-4o-mini","store":false,"input":[`+string(item)+`,{"role":"user","content":"What is my name?"}]}`)
+	if code != 200 {
+		t.Fatalf("a request with the compaction item: %d %s", code, b)
+	}
+	reqs = up.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	// The fake model's summary echoes the last user message: the prompt.
+	if !strings.Contains(body, "Summary of the conversation so far") || !strings.Contains(body, "You said: Summarize the conversation") {
+		t.Errorf("the compaction item did not reach the upstream as its summary: %s", body)
+	}
+	forged := `{"type":"compaction","encrypted_content":"bridge-compaction:v1:run_nope"}`
+	if code, b := post("/v1/responses", `{"model":"gpt-4o-mini","input":[`+forged+`,{"role":"user","content":"hi"}]}`); code != 400 {
+		t.Errorf("a forged compaction reference: %d %s, want 400", code, b)
 	}
 }

@@ -8,8 +8,10 @@
 //	DELETE /v1/responses/{id}                    delete the stored response
 //	POST   /v1/responses/{id}/cancel             cancel an in-progress response
 //
-// POST /v1/responses/compact and /v1/responses/input_tokens answer 400
-// unsupported in OpenAI's error shape.
+//	POST   /v1/responses/compact                 compaction (compact.go)
+//
+// POST /v1/responses/input_tokens answers 400 unsupported in OpenAI's
+// error shape.
 //
 // # State over any upstream
 //

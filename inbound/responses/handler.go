@@ -83,7 +83,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc(routes[3], h.inputItems)
 	h.mux.HandleFunc(routes[4], h.delete)
 	h.mux.HandleFunc(routes[5], h.cancelResponse)
-	h.mux.HandleFunc(routes[6], h.unsupported)
+	h.mux.HandleFunc(routes[6], h.compact)
 	h.mux.HandleFunc(routes[7], h.unsupported)
 	return h
 }
@@ -126,6 +126,10 @@ type render struct {
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
 	if err != nil {
+		h.WriteError(w, err)
+		return
+	}
+	if body, err = h.expandCompactions(r.Context(), body); err != nil {
 		h.WriteError(w, err)
 		return
 	}

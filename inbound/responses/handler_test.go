@@ -553,10 +553,14 @@ func TestBadRequest(t *testing.T) {
 			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
 		}
 	}
-	for body, want := range map[string]string{`{"input":"x"}`: "model: required", `{"model":"m","input":"x"}`: "not supported"} {
-		resp, b := s.do(t, http.MethodPost, "/v1/responses/compact", body)
+	for path, body := range map[string]string{"/v1/responses/compact": `{"input":"x"}`, "/v1/responses/input_tokens": `{"model":"m","input":"x"}`} {
+		want := "not supported"
+		if strings.HasSuffix(path, "compact") {
+			want = "model: required"
+		}
+		resp, b := s.do(t, http.MethodPost, path, body)
 		if resp.StatusCode != 400 || !strings.Contains(string(b), want) || !strings.Contains(string(b), `"type":"invalid_request_error"`) {
-			t.Errorf("compact %s: %d %s", body, resp.StatusCode, b)
+			t.Errorf("%s %s: %d %s", path, body, resp.StatusCode, b)
 		}
 	}
 	if resp, b := s.do(t, http.MethodGet, "/v1/responses/resp_x?stream=true&starting_after=x", ""); resp.StatusCode != 404 {

@@ -285,6 +285,10 @@ func (wc *wsConn) handle(ctx context.Context, msg []byte) error {
 	delete(fields, "background")
 	fields["stream"] = json.RawMessage("true")
 	body, _ := json.Marshal(fields)
+	body, err := wc.h.expandCompactions(ctx, body)
+	if err != nil {
+		return wc.sendError(ctx, err)
+	}
 	cr, err := wire.DecodeRequest(body)
 	if err != nil {
 		return wc.sendError(ctx, err)
