@@ -127,3 +127,52 @@ func TestPostgresFollowAcrossReplicas(t *testing.T) {
 		t.Fatalf("b followed %q (a streamed %q), want the whole answer and [DONE]:\n%s", textB, textA, fromB)
 	}
 }
+
+// TestPostgresSteerThroughOtherReplica: a steer sent to replica b of a run
+// replica a drives reaches a (relayed through the database): a's run takes
+// it at its next model call (the echo model answers it), and b answers as
+// a does; a steer of the run once it has ended is a conflict on b too.
+func TestPostgresSteerThroughOtherReplica(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.DB = pgtest.Schema(t)
+	cfg.EchoDelay = 30 * time.Millisecond
+	a := "http://" + startMain(t, cfg).Addr()
+	b := "http://" + startMain(t, cfg).Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	words := "a run on one replica that a steer through the other one reaches before it ends"
+	req, _ := http.NewRequestWithContext(ctx, "POST", a+"/v1/chat/completions",
+		strings.NewReader(`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+words+`"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-Id", "steer-replicas")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := resp.Header.Get("X-Run-Id")
+	steer := func() (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", b+"/v1/runs/"+run+"/steer", strings.NewReader(`{"input":"steered via b"}`))
+		req.Header.Set("Content-Type", "application/json")
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		body, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(body)
+	}
+	if code, body := steer(); code != 200 || !strings.Contains(body, `"accepted":true`) {
+		t.Fatalf("steer through b: %d %s", code, body)
+	}
+	stream, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := chatStreamText(stream); !strings.HasSuffix(text, "steered via b") {
+		t.Fatalf("a's run did not answer the steer sent to b: %q", text)
+	}
+	if code, body := steer(); code != 409 {
+		t.Fatalf("steer of the ended run through b: %d %s, want 409", code, body)
+	}
+}
