@@ -164,6 +164,12 @@ func TestRunsList(t *testing.T) {
 		{"status", []string{"--status", "failed"}, []string{"run_failed"}},
 		{"limit", []string{"--limit", "1"}, []string{"run_failed"}},
 		{"none", []string{"--status", "running"}, []string{}},
+		{"outbound", []string{"--outbound", "echo"}, []string{"run_failed"}},
+		{"model", []string{"--model", "gpt-test"}, []string{"run_golden"}},
+		{"inbound", []string{"--inbound", "anthropic"}, []string{}},
+		{"before", []string{"--before", "run_failed"}, []string{"run_golden"}},
+		{"since a time", []string{"--since", "2026-01-01T00:00:00Z"}, []string{"run_failed", "run_golden"}},
+		{"since a duration", []string{"--since", "1h", "--inbound", "openai"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +201,7 @@ func TestRunsErrors(t *testing.T) {
 		{"unknown run", []string{"runs", "show", "run_nope", "--db", db}, "not found"},
 		{"no run", []string{"runs", "show", "--db", db}, "one run id"},
 		{"bad status", []string{"runs", "list", "--db", db, "--status", "done"}, "unknown status"},
+		{"bad since", []string{"runs", "list", "--db", db, "--since", "yesterday"}, "--since"},
 		{"bad command", []string{"runs", "delete"}, "unknown command"},
 	}
 	for _, tt := range tests {
