@@ -125,7 +125,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 		}
 		return nil, bridge.Errorf(bridge.CodeInternal, "run ended without a final event")
 	}
-	if err := finalError(a.final); err != nil {
+	if err := wire.FinalError(a.final, nil, bridge.CodeInternal); err != nil {
 		if a.final.Status == bridge.StatusFailed && a.final.Error == nil && a.err != nil {
 			return nil, a.err
 		}

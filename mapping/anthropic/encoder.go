@@ -294,7 +294,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 		f = &bridge.Final{Status: bridge.StatusCompleted}
 	}
 	e.usage.Merge(f.Usage)
-	if err := finalError(f); err != nil {
+	if err := wire.FinalError(f, nil, bridge.CodeInternal); err != nil {
 		if e.errSent {
 			return nil
 		}
@@ -365,32 +365,6 @@ func stopReason(f *bridge.Final) (reason, dropped string) {
 		return "end_turn", ""
 	}
 	return "end_turn", "stop_reason:" + string(f.StopReason)
-}
-
-// finalError is the error a final that did not succeed stands for; nil for
-// completed and input_required.
-func finalError(f *bridge.Final) *bridge.Error {
-	msg := func(def string) string {
-		if f.Error != nil && f.Error.Message != "" {
-			return f.Error.Message
-		}
-		if f.Reason != "" {
-			return f.Reason
-		}
-		return def
-	}
-	switch f.Status {
-	case bridge.StatusFailed:
-		if f.Error != nil {
-			return f.Error
-		}
-		return &bridge.Error{Code: bridge.CodeInternal, Message: msg("run failed")}
-	case bridge.StatusCancelled:
-		return &bridge.Error{Code: bridge.CodeInternal, Message: msg("run cancelled")}
-	case bridge.StatusInterrupted:
-		return &bridge.Error{Code: bridge.CodeUnavailable, Message: msg("run interrupted")}
-	}
-	return nil
 }
 
 // appendUsage appends a Messages usage object: input_tokens (the uncached

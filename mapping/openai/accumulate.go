@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/oaierror"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
@@ -144,7 +145,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 		}
 		return nil, bridge.Errorf(bridge.CodeInternal, "run ended without a final event")
 	}
-	if err := finalError(a.final); err != nil {
+	if err := oaierror.FinalError(a.final, nil); err != nil {
 		if a.final.Status == bridge.StatusFailed && a.final.Error == nil && a.err != nil {
 			return nil, a.err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/oaierror"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
@@ -363,7 +364,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 		f = &bridge.Final{Status: bridge.StatusCompleted}
 	}
 	e.usage.Merge(f.Usage)
-	if err := finalError(f); err != nil {
+	if err := oaierror.FinalError(f, nil); err != nil {
 		if !e.errSent {
 			if werr := e.errorFrame(ev, err); werr != nil {
 				return werr
@@ -439,32 +440,6 @@ func finishReason(f *bridge.Final) (reason, dropped string) {
 		return "stop", ""
 	}
 	return "stop", "stop_reason:" + string(f.StopReason)
-}
-
-// finalError is the error a final that did not succeed stands for; nil for
-// completed and input_required.
-func finalError(f *bridge.Final) *bridge.Error {
-	msg := func(def string) string {
-		if f.Error != nil && f.Error.Message != "" {
-			return f.Error.Message
-		}
-		if f.Reason != "" {
-			return f.Reason
-		}
-		return def
-	}
-	switch f.Status {
-	case bridge.StatusFailed:
-		if f.Error != nil {
-			return f.Error
-		}
-		return &bridge.Error{Code: bridge.CodeInternal, Message: msg("run failed")}
-	case bridge.StatusCancelled:
-		return &bridge.Error{Code: bridge.CodeCanceled, Message: msg("run cancelled"), Type: "server_error", UpstreamCode: "run_cancelled"}
-	case bridge.StatusInterrupted:
-		return &bridge.Error{Code: bridge.CodeUnavailable, Message: msg("run interrupted"), Type: "server_error", UpstreamCode: "run_interrupted"}
-	}
-	return nil
 }
 
 // appendUsage appends a Chat Completions usage object.

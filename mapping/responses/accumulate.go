@@ -2,6 +2,7 @@ package responses
 
 import (
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/oaierror"
 )
 
 // Accumulator folds a response's events into one Response object, for a
@@ -38,7 +39,7 @@ func (a *Accumulator) Err() *bridge.Error {
 	if a.e.final == nil {
 		return nil
 	}
-	return finalError(a.e.final, a.e.errEv)
+	return oaierror.FinalError(a.e.final, a.e.errEv)
 }
 
 // Response renders the Response object: the terminal one once a final was

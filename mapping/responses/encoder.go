@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/oaierror"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
@@ -677,7 +678,7 @@ func (e *StreamEncoder) terminal(f *bridge.Final) {
 	if (f.Status == bridge.StatusFailed || f.Status == bridge.StatusInterrupted) && !e.errSent {
 		// The error's type, code and param, which response.error has no
 		// place for.
-		err := finalError(f, nil)
+		err := oaierror.FinalError(f, nil)
 		e.errEv = err
 		e.errorEvent(err)
 	}
@@ -715,35 +716,6 @@ func (e *StreamEncoder) outcome() (typ, status string) {
 		return "response.failed", "cancelled"
 	}
 	return "response.failed", "failed"
-}
-
-// finalError is the error a failed, cancelled or interrupted final stands
-// for; nil for a success.
-func finalError(f *bridge.Final, errEv *bridge.Error) *bridge.Error {
-	msg := func(def string) string {
-		if f.Error != nil && f.Error.Message != "" {
-			return f.Error.Message
-		}
-		if f.Reason != "" {
-			return f.Reason
-		}
-		return def
-	}
-	switch f.Status {
-	case bridge.StatusFailed:
-		if f.Error != nil {
-			return f.Error
-		}
-		if errEv != nil {
-			return errEv
-		}
-		return &bridge.Error{Code: bridge.CodeInternal, Message: msg("run failed")}
-	case bridge.StatusCancelled:
-		return &bridge.Error{Code: bridge.CodeCanceled, Message: msg("run cancelled"), Type: "server_error", UpstreamCode: "run_cancelled"}
-	case bridge.StatusInterrupted:
-		return &bridge.Error{Code: bridge.CodeUnavailable, Message: msg("run interrupted"), Type: "server_error", UpstreamCode: "run_interrupted"}
-	}
-	return nil
 }
 
 // ---- rendering --------------------------------------------------------------
@@ -820,7 +792,7 @@ func (e *StreamEncoder) responseError(f *bridge.Final) *bridge.Error {
 	if f == nil {
 		return nil
 	}
-	return finalError(f, e.errEv)
+	return oaierror.FinalError(f, e.errEv)
 }
 
 // appendItem renders an output item in its current state.

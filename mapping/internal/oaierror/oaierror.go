@@ -238,3 +238,18 @@ func classifyType(typ, code string) bridge.Code {
 	}
 	return bridge.CodeUpstream
 }
+
+// FinalError is the error a final that did not succeed stands for in Chat
+// Completions and the Responses API (wire.FinalError): a cancel is
+// CodeCanceled, and a cancel or an interrupt carries the server_error type
+// with run_cancelled or run_interrupted as its code.
+func FinalError(f *bridge.Final, failed *bridge.Error) *bridge.Error {
+	err := wire.FinalError(f, failed, bridge.CodeCanceled)
+	switch f.Status {
+	case bridge.StatusCancelled:
+		err.Type, err.UpstreamCode = "server_error", "run_cancelled"
+	case bridge.StatusInterrupted:
+		err.Type, err.UpstreamCode = "server_error", "run_interrupted"
+	}
+	return err
+}

@@ -3,6 +3,8 @@ package wire
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/bridge-dev/bridge/bridge"
 )
 
 // StatusMessage is the message of an upstream error whose body said
@@ -17,4 +19,39 @@ func StatusMessage(status int) string {
 		m += " (" + t + ")"
 	}
 	return m
+}
+
+// FinalError is the error a final that did not succeed stands for; nil for
+// completed and input_required. A failed final answers with its own error,
+// else with failed (the stream's error event, for a dialect that keeps one),
+// else with one made of its reason. The dialects disagree on a cancel, so
+// the caller names its code: Anthropic has no cancel status and answers
+// CodeInternal, the OpenAI family CodeCanceled (see oaierror.FinalError).
+// Each call returns a fresh error for a cancel or an interrupt, so the
+// caller may set its own fields on it.
+func FinalError(f *bridge.Final, failed *bridge.Error, cancel bridge.Code) *bridge.Error {
+	msg := func(def string) string {
+		if f.Error != nil && f.Error.Message != "" {
+			return f.Error.Message
+		}
+		if f.Reason != "" {
+			return f.Reason
+		}
+		return def
+	}
+	switch f.Status {
+	case bridge.StatusFailed:
+		if f.Error != nil {
+			return f.Error
+		}
+		if failed != nil {
+			return failed
+		}
+		return &bridge.Error{Code: bridge.CodeInternal, Message: msg("run failed")}
+	case bridge.StatusCancelled:
+		return &bridge.Error{Code: cancel, Message: msg("run cancelled")}
+	case bridge.StatusInterrupted:
+		return &bridge.Error{Code: bridge.CodeUnavailable, Message: msg("run interrupted")}
+	}
+	return nil
 }
