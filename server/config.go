@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -54,6 +55,30 @@ type Config struct {
 	RecordUpstream bool `yaml:"record_upstream"`
 	// A2A describes the agent the A2A endpoint presents in its card.
 	A2A A2AConfig `yaml:"a2a"`
+	// TrustedProxies are the addresses (CIDRs, or single IPs) of reverse
+	// proxies whose X-Forwarded-Host and X-Forwarded-Proto the bridge
+	// believes, for the URL its agent card names when a2a.url is not set.
+	// A request from any other address has those headers ignored: anyone
+	// could send them, and a card naming the sender's host points the
+	// card's readers (and their keys) there.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// trustedProxies parses TrustedProxies: a CIDR, or an IP (one address).
+func (c *Config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range c.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("trusted_proxies: %q is neither a CIDR nor an IP address", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // A2AConfig is the agent card of the A2A endpoint (POST /a2a).
@@ -62,7 +87,8 @@ type A2AConfig struct {
 	Description string `yaml:"description"`
 	Version     string `yaml:"version"`
 	// URL is the endpoint's public URL, for a bridge behind a proxy; by
-	// default the card names the host it was fetched from, then /a2a.
+	// default the card names the host it was fetched from (the request's
+	// Host, or a trusted proxy's X-Forwarded-Host and -Proto), then /a2a.
 	URL    string     `yaml:"url"`
 	Skills []A2ASkill `yaml:"skills"`
 }
@@ -225,6 +251,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		return fmt.Errorf("retention must be positive")
+	}
+	if c.A2A.URL != "" {
+		if err := checkURL(c.A2A.URL); err != nil {
+			return fmt.Errorf("a2a.url %q: %w", c.A2A.URL, err)
+		}
+	}
+	if _, err := c.trustedProxies(); err != nil {
+		return err
 	}
 	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 {
 		return fmt.Errorf("body_timeout, write_timeout and max_connections cannot be negative")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -72,6 +73,9 @@ type InboundDeps struct {
 	// upstream can (ok false: estimate).
 	CountTokens func(context.Context, *bridge.Request) (n int64, ok bool, err error)
 	A2A         A2AConfig
+	// TrustedProxies are the proxies whose X-Forwarded-* headers the A2A
+	// card's URL may come from (Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // OutboundDeps is what an upstream client may be built with.
@@ -112,7 +116,7 @@ var Dialects = []Dialect{
 		GenAI:    otel.GenAI{Provider: "a2a", Operation: "invoke_agent"},
 		Profiles: []string{string(a2awire.ProfileA2A), string(a2awire.ProfileADK)}, Origins: true,
 		Inbound: func(d InboundDeps) ServedDialect {
-			return ina2a.New(ina2a.Config{Engine: d.Engine, Model: d.Model, Card: d.A2A.card(), Logger: d.Log})
+			return ina2a.New(ina2a.Config{Engine: d.Engine, Model: d.Model, Card: d.A2A.card(), TrustedProxies: d.TrustedProxies, Logger: d.Log})
 		},
 		Outbound: func(u Upstream, d OutboundDeps) bridge.Upstream {
 			return outa2a.New(outa2a.Config{Name: u.Name, URL: u.URL, Profile: a2awire.Profile(u.Profile), APIKey: d.Key, IDs: d.IDs,

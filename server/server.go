@@ -190,10 +190,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		store.Close()
 		return nil, err
 	}
+	proxies, err := cfg.trustedProxies()
+	if err != nil {
+		_ = engine.Close(ctx)
+		store.Close()
+		return nil, err
+	}
 	// The inbound dialects: each serves its routes, renders its runs for the
 	// run API, and answers auth failures in its own error shape.
 	deps := InboundDeps{Engine: engine, Store: store, Log: log, Model: cfg.Model, Models: rt.Models,
-		CountTokens: countTokens(rt, counters), A2A: cfg.A2A}
+		CountTokens: countTokens(rt, counters), A2A: cfg.A2A, TrustedProxies: proxies}
 	var served []ServedDialect
 	for _, row := range Dialects {
 		if row.Inbound != nil {

@@ -329,6 +329,65 @@ func TestAttackA2ACardOtherOrigin(t *testing.T) {
 	}
 }
 
+// TestAttackAgentCardURL: the URL the agent card names is not the
+// caller's to choose. Without trusted_proxies, X-Forwarded-Host and
+// -Proto are ignored (the card names the Host the request came to); from
+// a trusted proxy's address they are taken; a configured a2a.url wins
+// over both. The card stays readable from any origin (it is public).
+func TestAttackAgentCardURL(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEY", "")
+	t.Setenv("BRIDGE_API_KEYS", "k1")
+	count := newTally(t)
+	forged := []string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https"}
+	cardURL := func(t *testing.T, base string, hdr ...string) string {
+		t.Helper()
+		resp, body := call(t, "GET", base+"/.well-known/agent-card.json", "", "", hdr...)
+		if resp.StatusCode != 200 {
+			t.Fatalf("card: %d %.300s", resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("card Access-Control-Allow-Origin %q, want * (the card is public)", got)
+		}
+		var c struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal([]byte(body), &c); err != nil {
+			t.Fatalf("card: %v: %.300s", err, body)
+		}
+		return c.URL
+	}
+	for _, tt := range []struct {
+		name    string
+		proxies []string
+		url     string // a2a.url
+		want    func(addr string) string
+	}{
+		{"no trusted proxy", nil, "", func(addr string) string { return "http://" + addr + "/a2a" }},
+		{"another proxy trusted", []string{"10.0.0.0/8", "192.0.2.7"}, "", func(addr string) string { return "http://" + addr + "/a2a" }},
+		{"this client a trusted proxy", []string{"127.0.0.0/8"}, "", func(string) string { return "https://evil.example/a2a" }},
+		{"configured url", []string{"127.0.0.1"}, "https://agents.example.org/bridge/a2a", func(string) string { return "https://agents.example.org/bridge/a2a" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			count.add("forwarded-card/" + tt.name)
+			cfg := defaultConfig()
+			cfg.TrustedProxies = tt.proxies
+			cfg.A2A.URL = tt.url
+			addr := startMain(t, cfg).Addr()
+			if got, want := cardURL(t, "http://"+addr, forged...), tt.want(addr); got != want {
+				t.Errorf("card url with forged X-Forwarded-* = %q, want %q", got, want)
+			}
+		})
+	}
+	for _, bad := range []string{"not-a-cidr", "10.0.0.0/99"} {
+		count.add("bad-trusted-proxies")
+		cfg := defaultConfig()
+		cfg.TrustedProxies = []string{bad}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "trusted_proxies") {
+			t.Errorf("trusted_proxies %q: %v, want an error naming trusted_proxies", bad, err)
+		}
+	}
+}
+
 // TestAttackUpstreamURLWithoutHost: `--upstream openai=/v1` and its
 // kin are refused when bridge serve starts, not at the first request.
 func TestAttackUpstreamURLWithoutHost(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,10 @@ type Config struct {
 	// Card describes the agent; an empty Card.URL is derived from each
 	// card request (scheme and host, then /a2a).
 	Card wire.CardConfig
+	// TrustedProxies are the remote addresses whose X-Forwarded-Host and
+	// X-Forwarded-Proto a derived card URL takes; from any other address
+	// those headers are ignored (anyone can send them).
+	TrustedProxies []netip.Prefix
 	// Model is the model name runs ask the router for (A2A names none).
 	Model string
 	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
@@ -111,7 +116,12 @@ func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return wire.E
 // tasks, and never splits one.
 func (h *Handler) PagesByRun() {}
 
-// card serves the agent card.
+// card serves the agent card. Any origin may read it (Allow-Origin *): a
+// card is public by design (it says how to authenticate, and the route
+// takes no key), it carries nothing of the caller's, and a browser sends
+// no credentials with a wildcard origin. What the wildcard must not carry
+// is a URL a caller chose, which is why the URL comes from the config or
+// a trusted proxy only.
 func (h *Handler) card(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if r.Method == http.MethodOptions {
@@ -122,7 +132,10 @@ func (h *Handler) card(w http.ResponseWriter, r *http.Request) {
 	}
 	c := h.cfg.Card
 	if c.URL == "" {
-		c.URL = baseURL(r) + Path
+		// The card depends on the Host (and a trusted proxy's headers):
+		// a shared cache must not serve one host's card for another.
+		w.Header().Set("Vary", "Host, X-Forwarded-Host, X-Forwarded-Proto")
+		c.URL = h.baseURL(r) + Path
 	}
 	body, err := wire.EncodeCard(c)
 	if err != nil {
@@ -133,20 +146,42 @@ func (h *Handler) card(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// baseURL is the scheme and host the request came to.
-func baseURL(r *http.Request) string {
+// baseURL is the scheme and host the request came to: its own, or the
+// X-Forwarded-Proto and -Host of a trusted proxy.
+func (h *Handler) baseURL(r *http.Request) string {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
 	host := r.Host
-	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,") {
-		host = fh
+	if h.fromTrustedProxy(r) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+			scheme = p
+		}
+		if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,") {
+			host = fh
+		}
 	}
 	return scheme + "://" + host
+}
+
+// fromTrustedProxy reports whether the connection came from one of the
+// configured proxies.
+func (h *Handler) fromTrustedProxy(r *http.Request) bool {
+	if len(h.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap()
+	for _, p := range h.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // call is one JSON-RPC request being served.
