@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,17 +15,14 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 	inhermes "github.com/bridge-dev/bridge/inbound/hermes"
 	"github.com/bridge-dev/bridge/inbound/runs"
-	"github.com/bridge-dev/bridge/storage/sqlite"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
-// newServer serves the dialect and the run API over an engine on a temp
-// SQLite file and up.
+// newServer serves the dialect and the run API over an engine on an
+// in-memory store and up.
 func newServer(t *testing.T, up bridge.Upstream, opts ...func(*inhermes.Config)) string {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memory.New(nil)
 	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,16 +15,13 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
-	"github.com/bridge-dev/bridge/storage/sqlite"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // serve runs the Chat Completions handler and the run API over up.
 func serve(t *testing.T, up bridge.Upstream) string {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "b.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memory.New(nil)
 	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		t.Fatal(err)
