@@ -21,6 +21,7 @@ import (
 	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/storage/memory"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -29,14 +30,11 @@ type server struct {
 	engine *bridge.Engine
 }
 
-// newServer serves the dialect and the run API over an engine on a temp
-// SQLite file and up.
+// newServer serves the dialect and the run API over an engine on an
+// in-memory store and up.
 func newServer(t *testing.T, up bridge.Upstream, cfg inanthropic.Config) *server {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memory.New(nil)
 	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		t.Fatal(err)
