@@ -48,6 +48,13 @@
 //     run's committed events without a copy; a finished run's events come
 //     from the Store a page at a time. The seam between replay and live is
 //     decided under liveRun.mu, so it has no gap and no duplicate.
+//   - Session channels (one per subscribed client, in its request's
+//     goroutine) take WatchSession's channel, list the session's runs
+//     (SessionRuns) and Subscribe to each in turn. Start closes the
+//     session's watch channel once a run's creation is committed, in the
+//     goroutine of the request that started it; the channel carries no
+//     events, so a channel that falls behind holds no memory of the
+//     engine's: it reads the store.
 //   - Callers of Steer and Abort run in their request's goroutine. A steer is
 //     queued like an event (a user_message, with the run's next seq) and
 //     acknowledged once committed; Abort cancels the run's context (and the
@@ -59,8 +66,8 @@
 //
 // # Locks, and their order
 //
-// Engine.mu guards the registry of live runs (live), parked steers and
-// closing; it is held only for map operations, never while another lock is
+// Engine.mu guards the registry of live runs (live), parked steers,
+// session watches and closing; it is held only for map operations, never while another lock is
 // taken. liveRun.emitMu orders seq assignment with queueing, so the writer
 // receives a run's events in seq order whoever emits them (the pump or a
 // steer); liveRun.mu guards the run's snapshot, its committed events, the

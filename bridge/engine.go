@@ -115,9 +115,13 @@ type Engine struct {
 	maxMsgs    int
 	maxTools   int
 
-	mu      sync.Mutex
-	live    map[string]*liveRun
-	parked  map[string][]Message // steers waiting for a run's tool results
+	mu     sync.Mutex
+	live   map[string]*liveRun
+	parked map[string][]Message // steers waiting for a run's tool results
+	// watches wake a session's channels when a run of it starts
+	// (WatchSession): one channel per watched session, closed and
+	// dropped at the next start.
+	watches map[string]chan struct{}
 	closing bool
 	runs    sync.WaitGroup // pump goroutines
 

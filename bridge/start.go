@@ -27,6 +27,15 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if len(req.Tools) > e.maxTools {
 		return nil, Errorf(CodeTooLarge, "%d tools is more than the %d allowed", len(req.Tools), e.maxTools)
 	}
+	acc := acceptedFromContext(ctx)
+	if acc != nil { // accepted only: the run's output goes to the session's channel
+		r := *req
+		req = &r
+		req.Detached = true
+		if req.ClientRunID == "" {
+			req.ClientRunID = acc.ClientRunID
+		}
+	}
 	up, err := e.route(req.Model)
 	if err != nil {
 		return nil, err
@@ -166,6 +175,10 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		// it does not start.
 		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
 			Message: "the bridge cannot record new runs right now (storage unavailable)"}
+	}
+	e.sessionStarted(snapshot.SessionID)
+	if acc != nil && acc.Started != nil {
+		acc.Started(&snapshot)
 	}
 	return &snapshot, nil
 }

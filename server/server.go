@@ -221,7 +221,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		}
 		byName[d.Name()] = d
 		for _, p := range d.Routes() {
-			mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, d.WriteError, authenticate(keys, d.Name(), d.WriteError), inbound.CheckIDs(d.WriteError, d)))
+			mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, d.WriteError, authenticate(keys, d.Name(), d.WriteError), inbound.CheckIDs(d.WriteError, inbound.Accept(d))))
 		}
 		m.routes = append(m.routes, d.Routes()...)
 		if pd, ok := d.(interface{ PublicRoutes() []string }); ok { // an A2A agent card needs no key

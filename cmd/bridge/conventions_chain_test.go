@@ -349,6 +349,9 @@ func convSend(ctx context.Context, t *testing.T, method, url string, body any, h
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	for k, v := range convHeaders(ctx) {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)

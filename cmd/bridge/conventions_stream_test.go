@@ -86,6 +86,11 @@ func openStream(ctx context.Context, t *testing.T, method, url string, body any,
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	resp := convSend(ctx, t, method, url, body, header)
+	if resp.StatusCode == http.StatusAccepted && convHeaders(ctx)["Prefer"] != "" { // an accepted run: its answer
+		s := &convStream{resp: resp, cancel: cancel, ended: true}
+		t.Cleanup(s.close)
+		return s
+	}
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

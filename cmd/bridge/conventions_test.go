@@ -56,6 +56,7 @@ func convCapabilities() []convCapability {
 		{"regenerate", "regenerate", "the last turn again with `X-Replace-From`: the history holds the earlier run and the new one, and the upstream's request holds no discarded turn (the ADK api_server, which cannot discard, gets a fresh session seeded with the kept turns as text, as the conventions allow: its agent answers them as its first turn)", caseRegenerate},
 		{"edit", "edit", "the first turn edited with `X-Replace-From` (two turns discarded): the history holds the new run alone, and the upstream's request only the edited turn", caseEdit},
 		{"steer", "steer", "a message added to a running turn reaches the model in the same run, and that run's stream carries the answer to it; over a second bridge the steer lands in its run of the turn (one run there)", caseSteer},
+		{"subscribe", "subscribe", "a session channel (`GET /v1/sessions/{s}/events?format=<dialect>`) carries runs sent with `Prefer: respond-async` (202, nothing streamed): the first frame of a run is its start frame with the client's local run id, two runs in a row come in order each between its start and end frame, a channel cut mid-run resumes from its last id with no gap and no duplicate, and another client's run of the session shows on it", caseSubscribe},
 	}
 }
 

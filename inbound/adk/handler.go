@@ -187,6 +187,8 @@ func (h *Handler) created(w http.ResponseWriter, r *http.Request, id string, sta
 	if len(s.State) == 0 {
 		s.State = json.RawMessage("{}")
 	}
+	// The bridge's session: its channel is /v1/sessions/{it}/events.
+	w.Header().Set(inbound.HeaderSessionID, rec.sess.ID)
 	h.writeJSON(w, s)
 }
 

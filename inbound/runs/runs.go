@@ -2,13 +2,15 @@
 // its events replayed then followed (rendered in the run's inbound
 // dialect), cancel (and stop, its alias), steer, a session's history in a
 // chosen dialect's shape, and, when a dialect creates runs on this API
-// (Hermes' POST /v1/runs), run creation.
+// (Hermes' POST /v1/runs), run creation; and a session's channel, every
+// run of the session as it happens (channel.go).
 package runs
 
 import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/inbound"
@@ -24,6 +26,11 @@ type Config struct {
 	// Create, when set, serves POST /v1/runs (the dialect whose clients
 	// start runs on this API: Hermes).
 	Create http.Handler
+	// Channel limits (zero: the defaults): open session channels per
+	// principal and per session, and how often an idle one is kept alive.
+	ChannelsPerPrincipal int
+	ChannelsPerSession   int
+	ChannelKeepAlive     time.Duration
 }
 
 // RunWriter is implemented by a dialect with its own run object (Hermes'
@@ -55,8 +62,9 @@ type SteerDecoder interface {
 
 // Handler serves the run API. It is safe for concurrent use.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg   Config
+	mux   *http.ServeMux
+	chans channels
 }
 
 // New returns the handler.
@@ -76,6 +84,8 @@ func New(cfg Config) *Handler {
 			h.mux.Handle(p, h.cfg.Create)
 		case "GET /v1/sessions/{session}/history":
 			h.mux.HandleFunc(p, h.history)
+		case "GET /v1/sessions/{session}/events":
+			h.mux.HandleFunc(p, h.sessionEvents)
 		}
 	}
 	return h
@@ -84,7 +94,8 @@ func New(cfg Config) *Handler {
 // Routes lists the patterns the handler serves.
 func (h *Handler) Routes() []string {
 	routes := []string{"GET /v1/runs/{run}", "GET /v1/runs/{run}/events", "POST /v1/runs/{run}/cancel",
-		"POST /v1/runs/{run}/stop", "POST /v1/runs/{run}/steer", "GET /v1/sessions/{session}/history"}
+		"POST /v1/runs/{run}/stop", "POST /v1/runs/{run}/steer", "GET /v1/sessions/{session}/history",
+		"GET /v1/sessions/{session}/events"}
 	if h.cfg.Create != nil {
 		routes = append(routes, "POST /v1/runs")
 	}
