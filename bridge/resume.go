@@ -22,12 +22,28 @@ type Resumer interface {
 	Resume(ctx context.Context, req *Request, run *Run, events []Event) (*Call, error)
 }
 
+// ResumeWrapper is implemented by a wrapper whose middleware must see a
+// resumed call as it sees Open's (the credentials scrub: a resume's
+// errors quote keys as an Open's do).
+type ResumeWrapper interface {
+	WrapResumer(Resumer) Resumer
+}
+
 // ResumerOf returns up's Resumer, looking through wrappers (an upstream
-// with an Unwrap() Upstream method, such as outbound.Wrap's).
+// with an Unwrap() Upstream method, such as outbound.Wrap's); each
+// wrapper passed on the way that is a ResumeWrapper wraps the Resumer
+// found beneath it.
 func ResumerOf(up Upstream) (Resumer, bool) {
+	var wraps []ResumeWrapper
 	for up != nil {
 		if r, ok := up.(Resumer); ok {
+			for i := len(wraps) - 1; i >= 0; i-- {
+				r = wraps[i].WrapResumer(r)
+			}
 			return r, true
+		}
+		if w, ok := up.(ResumeWrapper); ok {
+			wraps = append(wraps, w)
 		}
 		u, ok := up.(interface{ Unwrap() Upstream })
 		if !ok {

@@ -35,11 +35,19 @@ func Wrap(u bridge.Upstream, mw ...endpoint.Middleware) bridge.Upstream {
 // (nil admits every call): WrapAdmit(u, breaker.Admit, ..., breaker.Middleware()),
 // so the engine learns that the breaker is open before it records a run.
 func WrapAdmit(u bridge.Upstream, admit func() error, mw ...endpoint.Middleware) bridge.Upstream {
+	return WrapResume(u, admit, nil, mw...)
+}
+
+// WrapResume is WrapAdmit whose wrapper also wraps u's bridge.Resumer
+// (found by bridge.ResumerOf) in resume: a call resumed after a restart
+// takes no endpoint, yet must pass through what every call passes
+// through, the credentials scrub (Credentials.Resumer).
+func WrapResume(u bridge.Upstream, admit func() error, resume func(bridge.Resumer) bridge.Resumer, mw ...endpoint.Middleware) bridge.Upstream {
 	ep := Endpoint(u)
 	if len(mw) > 0 {
 		ep = endpoint.Chain(mw[0], mw[1:]...)(ep)
 	}
-	w := &wrapped{Upstream: u, ep: ep, admit: admit}
+	w := &wrapped{Upstream: u, ep: ep, admit: admit, resume: resume}
 	if m, ok := u.(bridge.ToolCallMinter); ok {
 		return &wrappedMinter{wrapped: w, m: m}
 	}
@@ -48,8 +56,17 @@ func WrapAdmit(u bridge.Upstream, admit func() error, mw ...endpoint.Middleware)
 
 type wrapped struct {
 	bridge.Upstream
-	ep    endpoint.Endpoint
-	admit func() error
+	ep     endpoint.Endpoint
+	admit  func() error
+	resume func(bridge.Resumer) bridge.Resumer
+}
+
+// WrapResumer implements bridge.ResumeWrapper.
+func (w *wrapped) WrapResumer(r bridge.Resumer) bridge.Resumer {
+	if w.resume == nil {
+		return r
+	}
+	return w.resume(r)
 }
 
 // Admit implements bridge.Admitter.

@@ -28,7 +28,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
@@ -384,6 +388,74 @@ func TestAttackAgentCardURL(t *testing.T) {
 		cfg.TrustedProxies = []string{bad}
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "trusted_proxies") {
 			t.Errorf("trusted_proxies %q: %v, want an error naming trusted_proxies", bad, err)
+		}
+	}
+}
+
+// TestAttackResumeKeepsCredentials: a run resumed upstream after a
+// restart (it takes no endpoint, so not the Open middleware) has its
+// upstream's errors scrubbed as an Open's are. The bridge is killed while
+// an A2A agent streams; after the restart the agent's URL answers every
+// call with a 500 that quotes the bridge's key, so the resume fails: the
+// run's reason says so, without the key, in the run API and its events.
+func TestAttackResumeKeepsCredentials(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEY", "")
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_UPSTREAM_API_KEY", upstreamSecret)
+	count := newTally(t)
+	count.add("resume-error-quotes-key")
+	agent := a2atest.New(func(int, *a2asdk.Message) a2atest.Reply {
+		return a2atest.Reply{Chunks: words("g", 100), Delay: 15 * time.Millisecond}
+	})
+	// The agent after the restart: its card still names itself, every
+	// other call quotes the key it was sent.
+	var leaky *httptest.Server
+	leaky = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"name":"agent","url":%q,"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","capabilities":{"streaming":true},"version":"1","skills":[],"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"]}`, leaky.URL)
+			return
+		}
+		http.Error(w, "upstream exploded handling request with Authorization: "+r.Header.Get("Authorization")+" key "+upstreamSecret, http.StatusInternalServerError)
+	}))
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+
+	ctx, cancel := context.WithTimeout(t.Context(), a2aTimeout)
+	defer cancel()
+	resp, runID := streamDetached(ctx, t, base, "agent", "resume-leak")
+	readSSE(t, resp.Body, func(evs []sseEvent) bool { return len(evs) > 3 })
+	killBridge(t, proc)
+	resp.Body.Close()
+	// The restarted bridge's upstream is at the agent's old address.
+	ln, err := net.Listen("tcp", strings.TrimPrefix(agent.URL, "http://"))
+	agent.Close()
+	if err != nil {
+		ln, err = net.Listen("tcp", strings.TrimPrefix(agent.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaky.Listener.Close()
+	leaky.Listener = ln
+	leaky.Start()
+	t.Cleanup(leaky.Close)
+
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	run := getRun(t, base, runID)
+	for deadline := time.Now().Add(10 * time.Second); run.Status == bridge.StatusRunning && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // the resume fails in the background
+		run = getRun(t, base, runID)
+	}
+	if run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
+		t.Errorf("the run is %s (%q), want interrupted saying the resume failed", run.Status, run.Reason)
+	}
+	if l := leaks(run.Reason); len(l) > 0 {
+		t.Errorf("the resumed run's reason quotes %v: %q", l, run.Reason)
+	}
+	for _, ev := range replaySSE(t, base, runID) {
+		if l := leaks(ev.data); len(l) > 0 {
+			t.Errorf("event %s quotes %v: %.300s", ev.id, l, ev.data)
 		}
 	}
 }
