@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +16,13 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
-	"github.com/bridge-dev/bridge/storage/sqlite"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
-// failingStore is the SQLite store whose RunMessages fails with a Go error
+// failingStore is the in-memory store whose RunMessages fails with a Go error
 // naming a path: the client must see -32603 and not the text.
 type failingStore struct {
-	*sqlite.Store
+	*memory.Store
 	fail bool
 }
 
@@ -41,13 +40,10 @@ type server struct {
 	up     *bridgetest.Upstream
 }
 
-// newServer serves the dialect over an engine on a temp SQLite file and up.
+// newServer serves the dialect over an engine on an in-memory store and up.
 func newServer(t *testing.T, up *bridgetest.Upstream) *server {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memory.New(nil)
 	fs := &failingStore{Store: st}
 	e, err := bridge.New(bridge.Config{Store: fs, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
