@@ -192,6 +192,14 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if isWebSocket(r) {
+		ww, wctx, closeWS, ok := acceptWebSocket(w, r)
+		if !ok {
+			return
+		}
+		defer closeWS()
+		w, ctx, r = ww, wctx, r.WithContext(wctx)
+	}
 	out := newChannelWriter(w, r)
 	if out == nil {
 		return
