@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/inbound"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
-	"github.com/bridge-dev/bridge/storage/sqlite"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // TestStopAndSteer: for a dialect without a run object of its own, stop
@@ -26,10 +25,7 @@ import (
 func TestStopAndSteer(t *testing.T) {
 	gate := make(chan struct{})
 	up := &bridgetest.Upstream{Gate: gate, Events: bridgetest.TextEvents("a", "b", "c")}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memory.New(nil)
 	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
 	if err != nil {
 		t.Fatal(err)
