@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	ina2a "github.com/bridge-dev/bridge/inbound/a2a"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	"github.com/bridge-dev/bridge/storage/memory"
 )
 
@@ -43,44 +42,23 @@ type server struct {
 // newServer serves the dialect over an engine on an in-memory store and up.
 func newServer(t *testing.T, up *bridgetest.Upstream) *server {
 	t.Helper()
-	st := memory.New(nil)
-	fs := &failingStore{Store: st}
-	e, err := bridge.New(bridge.Config{Store: fs, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := &failingStore{Store: memory.New(nil)}
+	e := bridgetest.NewEngine(t, fs, up)
 	h := ina2a.New(ina2a.Config{Engine: e})
-	mux := http.NewServeMux()
-	for _, p := range append(h.Routes(), h.PublicRoutes()...) {
-		mux.Handle(p, h)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		st.Close()
-	})
-	return &server{url: srv.URL, engine: e, store: fs, up: up}
+	url := inboundtest.Serve(t, h, publicRoutes{h})
+	return &server{url: url, engine: e, store: fs, up: up}
 }
+
+// publicRoutes is the handler on the routes it serves without
+// authentication (the agent card).
+type publicRoutes struct{ *ina2a.Handler }
+
+func (p publicRoutes) Routes() []string { return p.PublicRoutes() }
 
 // post sends body to /a2a with the given headers (name, value, ...).
 func (s *server) post(t *testing.T, body string, header ...string) (*http.Response, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/a2a", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	resp, b := inboundtest.Do(t, "POST", s.url+"/a2a", body, header...)
 	return resp, string(b)
 }
 

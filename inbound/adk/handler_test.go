@@ -2,13 +2,11 @@ package adk
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
@@ -18,16 +16,7 @@ import (
 func newHandler(t testing.TB, up *bridgetest.Upstream) *Handler {
 	t.Helper()
 	st := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		st.Close()
-	})
+	e := bridgetest.NewEngine(t, st, up)
 	return New(Config{Engine: e, Store: st, Apps: func() []string { return []string{"app", "bad-name"} }})
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
-	"github.com/bridge-dev/bridge/inbound"
 	inanthropic "github.com/bridge-dev/bridge/inbound/anthropic"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/storage/memory"
@@ -34,52 +33,16 @@ type server struct {
 // in-memory store and up.
 func newServer(t *testing.T, up bridge.Upstream, cfg inanthropic.Config) *server {
 	t.Helper()
-	st := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := bridgetest.NewEngine(t, memory.New(nil), up)
 	cfg.Engine = e
 	h := inanthropic.New(cfg)
-	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{h.Name(): h}})
-	mux := http.NewServeMux()
-	for _, p := range h.Routes() {
-		mux.Handle(p, h)
-	}
-	for _, p := range ra.Routes() {
-		mux.Handle(p, ra)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		st.Close()
-	})
-	return &server{url: srv.URL, engine: e}
+	return &server{url: inboundtest.Serve(t, h, inboundtest.RunAPI(e, h, runs.Config{})), engine: e}
 }
 
 // do sends a request and reads the whole answer.
 func (s *server) do(t *testing.T, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return inboundtest.Do(t, method, s.url+path, body, header...)
 }
 
 // check validates a streamed answer of run.
@@ -535,17 +498,7 @@ func TestEveryChunkItsOwnFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	up := &bridgetest.Upstream{Events: bridgetest.TextEvents(words...)}
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-	}()
+	e := bridgetest.NewEngine(t, st, &bridgetest.Upstream{Events: bridgetest.TextEvents(words...)})
 	h := inanthropic.New(inanthropic.Config{Engine: e})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

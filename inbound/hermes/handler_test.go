@@ -1,19 +1,16 @@
 package hermes_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
-	"github.com/bridge-dev/bridge/inbound"
 	inhermes "github.com/bridge-dev/bridge/inbound/hermes"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/storage/memory"
 )
@@ -23,48 +20,18 @@ import (
 func newServer(t *testing.T, up bridge.Upstream, opts ...func(*inhermes.Config)) string {
 	t.Helper()
 	st := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := bridgetest.NewEngine(t, st, up)
 	cfg := inhermes.Config{Engine: e, Runs: st}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	h := inhermes.New(cfg)
-	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{h.Name(): h}, Create: h.CreateRun()})
-	mux := http.NewServeMux()
-	for _, p := range h.Routes() {
-		mux.Handle(p, h)
-	}
-	for _, p := range ra.Routes() {
-		mux.Handle(p, ra)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		st.Close()
-	})
-	return srv.URL
+	return inboundtest.Serve(t, h, inboundtest.RunAPI(e, h, runs.Config{Create: h.CreateRun()}))
 }
 
 func do(t *testing.T, method, url, body string, hdr ...string) (int, http.Header, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := inboundtest.Do(t, method, url, body, hdr...)
 	return resp.StatusCode, resp.Header, string(b)
 }
 

@@ -1,18 +1,14 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/inbound"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/storage/memory"
@@ -21,29 +17,9 @@ import (
 // serve runs the Chat Completions handler and the run API over up.
 func serve(t *testing.T, up bridge.Upstream) string {
 	t.Helper()
-	store := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: store, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := bridgetest.NewEngine(t, memory.New(nil), up)
 	h := inopenai.New(inopenai.Config{Engine: e})
-	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{"openai": h}})
-	mux := http.NewServeMux()
-	for _, p := range h.Routes() {
-		mux.Handle(p, h)
-	}
-	for _, p := range ra.Routes() {
-		mux.Handle(p, ra)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		e.Close(ctx)
-		store.Close()
-	})
-	return srv.URL
+	return inboundtest.Serve(t, h, inboundtest.RunAPI(e, h, runs.Config{}))
 }
 
 // TestDroppedIsSaid: what the Chat Completions stream cannot carry (an
@@ -59,15 +35,8 @@ func TestDroppedIsSaid(t *testing.T) {
 		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}},
 	}
 	base := serve(t, &bridgetest.Upstream{Events: evs})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"q"}]}`))
-	req.Header.Set("X-Session-Id", "s-dropped")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := inboundtest.Do(t, "POST", base+"/v1/chat/completions",
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"q"}]}`, "X-Session-Id", "s-dropped")
 	if !strings.Contains(string(body), `"reasoning_content":"hmm"`) || !strings.Contains(string(body), `"content":"answer"`) {
 		t.Errorf("stream lost what it can carry:\n%s", body)
 	}
@@ -77,17 +46,13 @@ func TestDroppedIsSaid(t *testing.T) {
 			t.Errorf("trailer %q does not name %s", trailer, want)
 		}
 	}
-	hr, err := http.Get(base + "/v1/sessions/s-dropped/history")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hr.Body.Close()
+	_, hist := inboundtest.Do(t, "GET", base+"/v1/sessions/s-dropped/history", "")
 	var h struct {
 		Runs []struct {
 			Dropped []string `json:"dropped"`
 		} `json:"runs"`
 	}
-	if err := json.NewDecoder(hr.Body).Decode(&h); err != nil || len(h.Runs) != 1 {
+	if err := json.Unmarshal(hist, &h); err != nil || len(h.Runs) != 1 {
 		t.Fatalf("history: %v %+v", err, h)
 	}
 	if got := strings.Join(h.Runs[0].Dropped, ","); !strings.Contains(got, "artifact") || !strings.Contains(got, "reasoning.signature") {
@@ -100,13 +65,7 @@ func TestDroppedIsSaid(t *testing.T) {
 func TestStreamWithoutFinalIsAnError(t *testing.T) {
 	evs := bridgetest.TextEvents("x")
 	base := serve(t, &bridgetest.Upstream{Events: evs[:len(evs)-1]}) // no final: the stream just ends
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"q"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := inboundtest.Do(t, "POST", base+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"q"}]}`)
 	if resp.StatusCode != 502 || !strings.Contains(string(b), "without a final") {
 		t.Errorf("got %d %s, want a 502 error", resp.StatusCode, b)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/inbound"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	inresponses "github.com/bridge-dev/bridge/inbound/responses"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/storage/memory"
@@ -32,60 +32,31 @@ type server struct {
 func newServer(t *testing.T, up bridge.Upstream) *server {
 	t.Helper()
 	st := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := bridgetest.NewEngine(t, st, up)
 	h := inresponses.New(inresponses.Config{Engine: e, Store: st, Responses: st})
-	ra := runs.New(runs.Config{Engine: e, Default: h, Dialects: map[string]inbound.Dialect{h.Name(): h}})
+	t.Cleanup(func() { _ = h.Close() })
 	keys := &inbound.Keys{}
 	keys.AddKey("a", "key-a")
 	keys.AddKey("b", "key-b")
-	mux := http.NewServeMux()
-	for _, p := range h.Routes() {
-		mux.Handle(p, keys.Authenticate(h.Name(), h.WriteError, h))
-	}
-	for _, p := range ra.Routes() {
-		mux.Handle(p, keys.Authenticate("", h.WriteError, ra))
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		_ = h.Close()
-		st.Close()
-	})
-	return &server{url: srv.URL, engine: e}
+	url := inboundtest.Serve(t,
+		inboundtest.Wrap(h, func(next http.Handler) http.Handler { return keys.Authenticate(h.Name(), h.WriteError, next) }),
+		inboundtest.Wrap(inboundtest.RunAPI(e, h, runs.Config{}), func(next http.Handler) http.Handler { return keys.Authenticate("", h.WriteError, next) }))
+	return &server{url: url, engine: e}
 }
 
 // do sends a request as principal a (or as the key in header "key") and
 // reads the whole answer.
 func (s *server) do(t *testing.T, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer key-a")
+	hdr := []string{"Authorization", "Bearer key-a"}
 	for i := 0; i+1 < len(header); i += 2 {
 		if header[i] == "key" {
-			req.Header.Set("Authorization", "Bearer "+header[i+1])
+			hdr = append(hdr, "Authorization", "Bearer "+header[i+1])
 			continue
 		}
-		req.Header.Set(header[i], header[i+1])
+		hdr = append(hdr, header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return inboundtest.Do(t, method, s.url+path, body, hdr...)
 }
 
 // response is the part of a Response object the tests read.

@@ -1,18 +1,13 @@
 package runs_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
-	"github.com/bridge-dev/bridge/inbound"
+	"github.com/bridge-dev/bridge/inbound/inboundtest"
 	inopenai "github.com/bridge-dev/bridge/inbound/openai"
 	"github.com/bridge-dev/bridge/inbound/runs"
 	"github.com/bridge-dev/bridge/storage/memory"
@@ -25,34 +20,16 @@ import (
 func TestStopAndSteer(t *testing.T) {
 	gate := make(chan struct{})
 	up := &bridgetest.Upstream{Gate: gate, Events: bridgetest.TextEvents("a", "b", "c")}
-	st := memory.New(nil)
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-		st.Close()
-	})
-	oa := inopenai.New(inopenai.Config{Engine: e})
-	h := runs.New(runs.Config{Engine: e, Default: oa, Dialects: map[string]inbound.Dialect{oa.Name(): oa}})
+	e := bridgetest.NewEngine(t, memory.New(nil), up)
+	h := inboundtest.RunAPI(e, inopenai.New(inopenai.Config{Engine: e}), runs.Config{})
 	for _, r := range h.Routes() {
 		if r == "POST /v1/runs" {
 			t.Errorf("POST /v1/runs served with no dialect creating runs")
 		}
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	base := inboundtest.Serve(t, h)
 	do := func(method, path, body string) (int, map[string]any) {
-		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := inboundtest.Do(t, method, base+path, body)
 		var v map[string]any
 		_ = json.Unmarshal(b, &v)
 		return resp.StatusCode, v
