@@ -98,13 +98,31 @@ func TypeErr(path, want string, raw []byte) *bridge.Error {
 	return bridge.Errorf(bridge.CodeInvalid, "%s: expected %s, got %s", path, want, KindName(raw))
 }
 
-// SyntaxErr renders a parse error of a whole body.
+// SyntaxErr renders a parse error of a whole body in the bridge's own
+// words: encoding/json's text ("invalid character 'h' looking for
+// beginning of value") is Go's, and Go's error text never reaches a
+// client (issue 15).
 func SyntaxErr(what string, err error) *bridge.Error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return bridge.Errorf(bridge.CodeInvalid, "%s: invalid JSON at offset %d: %s", what, se.Offset, se.Error())
+		return bridge.Errorf(bridge.CodeInvalid, "%s: invalid JSON at offset %d: %s", what, se.Offset, syntaxProblem(se.Error()))
 	}
 	return bridge.Errorf(bridge.CodeInvalid, "%s: invalid JSON", what)
+}
+
+// syntaxProblem says what encoding/json's syntax error msg found, without
+// its wording.
+func syntaxProblem(msg string) string {
+	switch {
+	case strings.Contains(msg, "unexpected end"):
+		return "the document ends early"
+	case strings.Contains(msg, "after top-level value"):
+		return "more text after the document"
+	case strings.HasPrefix(msg, "invalid character "):
+		ch, _, _ := strings.Cut(strings.TrimPrefix(msg, "invalid character "), " ")
+		return "unexpected character " + ch
+	}
+	return "not a JSON document"
 }
 
 // Object is a JSON object decoded one level deep. Decoding into a map keeps
