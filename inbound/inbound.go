@@ -46,6 +46,9 @@ type Dialect interface {
 	// the run was continued from; see Resume), so an encoder made fresh
 	// renders the frames byte for byte; w may drop the leading ones
 	// (SkipFrames).
+	// A request whose context is AsReceived asks for the frames exactly
+	// as the request that started the run got them (a JSON-RPC id, where
+	// a replay has none).
 	ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream)
 	// History renders a history page in the chatkit shape of the dialect.
 	History(p *bridge.HistoryPage) ([]byte, error)
@@ -249,4 +252,21 @@ func FinalError(f *bridge.Final) *bridge.Error {
 		return f.Error
 	}
 	return bridge.Errorf(bridge.CodeUpstream, "%s", f.Reason)
+}
+
+type asReceivedKey struct{}
+
+// WithAsReceived marks ctx for Dialect.ServeEvents: render the run as the
+// request that started it received it, not as a replay of it (the
+// inspector's client wire). A dialect whose replay differs from its first
+// stream only where the replay has no request to answer (A2A's JSON-RPC
+// id) reads the mark; the others render the same either way.
+func WithAsReceived(ctx context.Context) context.Context {
+	return context.WithValue(ctx, asReceivedKey{}, true)
+}
+
+// AsReceived reports whether ctx carries WithAsReceived's mark.
+func AsReceived(ctx context.Context) bool {
+	v, _ := ctx.Value(asReceivedKey{}).(bool)
+	return v
 }

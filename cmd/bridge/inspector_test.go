@@ -238,7 +238,7 @@ func TestInspectorBrowser(t *testing.T) {
 	for _, tc := range []struct {
 		name, run, clientWant, clientBody string
 	}{
-		{"both wires of A2A over OpenAI", a2aRun, `"jsonrpc":"2.0"`, a2aBody},
+		{"both wires of A2A over OpenAI", a2aRun, `"jsonrpc":"2.0","id":"s1"`, a2aBody},
 		{"both wires of Anthropic over OpenAI", antRun, "event: message_start", antBody},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,12 +249,13 @@ func TestInspectorBrowser(t *testing.T) {
 			if !strings.Contains(client, tc.clientWant) {
 				t.Errorf("client wire lacks %q:\n%s", tc.clientWant, client)
 			}
+			if strings.Contains(client, `"id":null`) {
+				t.Errorf("client wire answers JSON-RPC id null, not the request's:\n%s", client)
+			}
 			// What the client got, frame for frame: every data line is on
-			// the page as the client received it (but an A2A JSON-RPC
-			// request's id, which the bridge does not keep: a rendering
-			// answers null, as a resubscribe does).
-			got := strings.ReplaceAll(tc.clientBody, `"jsonrpc":"2.0","id":"s1"`, `"jsonrpc":"2.0","id":null`)
-			for _, line := range strings.Split(got, "\n") {
+			// the page as the client received it (an A2A frame with its
+			// request's JSON-RPC id, which the run keeps).
+			for _, line := range strings.Split(tc.clientBody, "\n") {
 				if strings.HasPrefix(line, "data:") && !strings.Contains(client, line) {
 					t.Errorf("client wire lacks the client's first frame line %q\n%s", line, client)
 				}

@@ -334,9 +334,12 @@ func (h *Handler) method(ctx context.Context, c *call, batch bool) ([]byte, erro
 // UnsupportedOperationError); one naming a task that waits for input
 // without answering its calls starts a new run in that task's context.
 //
-// replaceFrom (X-Replace-From, a regenerate or an edit) names a task of
-// the context that the new run discards with every later one.
-func (h *Handler) start(ctx context.Context, p *wire.SendParams, replaceFrom string) (run *bridge.Run, kind startKind, err error) {
+// X-Replace-From (a regenerate or an edit) names a task of the context
+// that the new run discards with every later one. A new run keeps the
+// call's JSON-RPC id and version (render), so its stream can be rendered
+// again as the client received it.
+func (h *Handler) start(ctx context.Context, c *call, p *wire.SendParams) (run *bridge.Run, kind startKind, err error) {
+	replaceFrom := c.r.Header.Get(inbound.HeaderReplaceFrom)
 	if p.Push {
 		return nil, 0, wire.ErrPushNotSupported()
 	}
@@ -407,6 +410,7 @@ func (h *Handler) start(ctx context.Context, p *wire.SendParams, replaceFrom str
 		Inbound: wire.Dialect, Model: h.cfg.Model, SessionID: session, ClientRunID: m.ID,
 		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Tools: tools, ReplaceFrom: replaceFrom,
 	}
+	req.Render, _ = json.Marshal(render{ID: c.req.ID, Version: c.v.String()})
 	run, err = h.cfg.Engine.Start(ctx, req)
 	if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound && bridge.AsError(err).Param == bridge.ParamReplaceFrom {
 		return nil, 0, wire.ErrTaskNotFound(replaceFrom)
@@ -483,7 +487,7 @@ func (h *Handler) send(ctx context.Context, c *call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, kind, err := h.start(ctx, p, c.r.Header.Get(inbound.HeaderReplaceFrom))
+	run, kind, err := h.start(ctx, c, p)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +672,7 @@ func (h *Handler) stream(w http.ResponseWriter, c *call) {
 			fail(err)
 			return
 		}
-		run, kind, err := h.start(ctx, p, c.r.Header.Get(inbound.HeaderReplaceFrom))
+		run, kind, err := h.start(ctx, c, p)
 		if err != nil {
 			fail(err)
 			return
@@ -802,10 +806,29 @@ func cursor(run, c string) (int64, error) {
 	return cur.Seq, nil
 }
 
+// render is Run.Render for A2A runs: the JSON-RPC id and the protocol
+// version of the request that started the run.
+type render struct {
+	ID      json.RawMessage `json:"id,omitempty"`
+	Version string          `json:"version,omitempty"`
+}
+
 // ServeEvents implements inbound.Dialect: the run API's replay of an A2A
-// run, as the frames of a tasks/resubscribe (JSON-RPC id null).
+// run, as the frames of a tasks/resubscribe (JSON-RPC id null, version
+// 0.3); for a context marked inbound.AsReceived, as the request that
+// started the run received them (its id and version).
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
 	ctx := r.Context()
+	opts := wire.StreamOptions{Version: wire.V03}
+	if inbound.AsReceived(ctx) {
+		var rd render
+		if json.Unmarshal(run.Render, &rd) == nil { // absent (a run from before ids were kept): a replay's
+			opts.RequestID = rd.ID
+			if rd.Version == wire.V10.String() {
+				opts.Version = wire.V10
+			}
+		}
+	}
 	msgs, err := h.cfg.Engine.RunMessages(ctx, run.ID)
 	if err != nil {
 		h.WriteError(w, err)
@@ -828,7 +851,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		}
 	}
 	inbound.SetDropped(w.Header(), run.Dropped)
-	e := wire.NewStreamEncoder(inbound.NewSSEWriter(w), tb, wire.StreamOptions{Version: wire.V03})
+	e := wire.NewStreamEncoder(inbound.NewSSEWriter(w), tb, opts)
 	w.WriteHeader(http.StatusOK)
 	if !ok || ferr != nil {
 		if !ok && run.Status != bridge.StatusRunning {

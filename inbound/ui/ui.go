@@ -375,7 +375,7 @@ func (h *Handler) clientWire(ctx context.Context, run *bridge.Run, evs []bridge.
 		return wire
 	}
 	bw := &bufWriter{header: http.Header{}, max: maxWire}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/runs/"+run.ID+"/events", nil)
+	req, _ := http.NewRequestWithContext(inbound.WithAsReceived(ctx), http.MethodGet, "/v1/runs/"+run.ID+"/events", nil)
 	d.ServeEvents(bw, req, run, stream(evs))
 	wire.ContentType = bw.header.Get("Content-Type")
 	wire.Body, wire.Truncated = bw.buf.String(), bw.cut
