@@ -62,6 +62,23 @@ type Config struct {
 	// could send them, and a card naming the sender's host points the
 	// card's readers (and their keys) there.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Subscribe bounds the session channels (GET
+	// /v1/sessions/{session}/events).
+	Subscribe SubscribeConfig `yaml:"subscribe"`
+}
+
+// SubscribeConfig bounds the session channels: each holds a connection
+// and a goroutine for as long as the client keeps it, so their number is
+// bounded per session and per principal (more get a 429), and an idle one
+// is kept alive so proxies do not cut it.
+type SubscribeConfig struct {
+	// ChannelsPerSession bounds the channels open on one session (0: 8).
+	ChannelsPerSession int `yaml:"channels_per_session"`
+	// ChannelsPerPrincipal bounds one principal's open channels (0: 64).
+	ChannelsPerPrincipal int `yaml:"channels_per_principal"`
+	// KeepAlive is how long an idle channel waits before it sends a
+	// keep-alive (an SSE comment, a WebSocket ping) (0: 15 s).
+	KeepAlive time.Duration `yaml:"keep_alive"`
 }
 
 // trustedProxies parses TrustedProxies: a CIDR, or an IP (one address).
@@ -262,6 +279,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 {
 		return fmt.Errorf("body_timeout, write_timeout and max_connections cannot be negative")
+	}
+	if c.Subscribe.ChannelsPerSession < 0 || c.Subscribe.ChannelsPerPrincipal < 0 || c.Subscribe.KeepAlive < 0 {
+		return fmt.Errorf("subscribe: channels_per_session, channels_per_principal and keep_alive cannot be negative")
 	}
 	return nil
 }
