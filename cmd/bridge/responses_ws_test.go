@@ -376,6 +376,7 @@ func TestResponsesWebSocketAuth(t *testing.T) {
 func TestResponsesCompact(t *testing.T) {
 	up := chatUpstream(t, 0)
 	m := bridgeOver(t, "openai", up.BaseURL())
+	var hdr http.Header // the last answer's
 	post := func(path, body string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+m.Addr()+path, strings.NewReader(body))
@@ -385,6 +386,7 @@ func TestResponsesCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		hdr = resp.Header
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
@@ -427,6 +429,51 @@ func TestResponsesCompact(t *testing.T) {
 	// The fake model's summary echoes the last user message: the prompt.
 	if !strings.Contains(body, "Summary of the conversation so far") || !strings.Contains(body, "You said: Summarize the conversation") {
 		t.Errorf("the compaction item did not reach the upstream as its summary: %s", body)
+	}
+	// Compacting a stored conversation by previous_response_id: the
+	// summary call carries that conversation, and the summary run has a
+	// session of its own: the conversation's session does not hold it, and
+	// continuing the conversation stays in that session (no branch).
+	code, b = post("/v1/responses", `{"model":"gpt-4o-mini","input":"My name is Grace."}`)
+	var first struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &first); code != 200 || err != nil || first.ID == "" {
+		t.Fatalf("a stored response: %d %s", code, b)
+	}
+	session := hdr.Get("X-Session-Id")
+	if code, b = post("/v1/responses/compact", `{"model":"gpt-4o-mini","previous_response_id":"`+first.ID+`"}`); code != 200 {
+		t.Fatalf("compact by previous_response_id: %d %s", code, b)
+	}
+	if s := hdr.Get("X-Session-Id"); s == "" || s == session {
+		t.Errorf("the summary run's session is %q, want one of its own (the conversation's is %q)", s, session)
+	}
+	reqs = up.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "My name is Grace.") || !strings.Contains(body, "Summarize the conversation") {
+		t.Errorf("the summary call did not carry the previous conversation and the prompt: %s", body)
+	}
+	msgs, _, err := m.Store().Messages(t.Context(), session, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range msgs {
+		if strings.Contains(msg.Text(), "Summarize the conversation") {
+			t.Errorf("the conversation's session holds the summary run's prompt (message %s)", msg.ID)
+			break
+		}
+	}
+	if code, b = post("/v1/responses", `{"model":"gpt-4o-mini","previous_response_id":"`+first.ID+`","input":"And now?"}`); code != 200 {
+		t.Fatalf("continuing the compacted conversation: %d %s", code, b)
+	}
+	if s := hdr.Get("X-Session-Id"); s != session {
+		t.Errorf("continuing the conversation after its compaction went to session %q, want its own %q", s, session)
+	}
+	reqs = up.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "My name is Grace.") || strings.Contains(body, "Summarize the conversation") {
+		t.Errorf("the summary run became a turn of the conversation it compacted: %s", body)
+	}
+	if code, b := post("/v1/responses/compact", `{"model":"gpt-4o-mini","previous_response_id":"resp_nope"}`); code != 404 || !strings.Contains(string(b), "previous_response_not_found") {
+		t.Errorf("compact of an unknown previous response: %d %s, want 404 previous_response_not_found", code, b)
 	}
 	forged := `{"type":"compaction","encrypted_content":"bridge-compaction:v1:run_nope"}`
 	if code, b := post("/v1/responses", `{"model":"gpt-4o-mini","input":[`+forged+`,{"role":"user","content":"hi"}]}`); code != 400 {

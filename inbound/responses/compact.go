@@ -14,7 +14,9 @@ import (
 )
 
 // Compaction: POST /v1/responses/compact asks the routed model for a
-// summary of the conversation it is given (as a run like any other) and
+// summary of the conversation it is given (its input, after the
+// conversation of previous_response_id when set) as a run like any other,
+// in a session of its own (the summary is no turn of the conversation), and
 // answers a response.compaction object whose output is one compaction
 // item. The item's encrypted_content is a reference to that run, not the
 // summary: when the item comes back as input to a later request, the
@@ -51,8 +53,10 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
 	if v, ok := fields["instructions"]; ok {
 		req["instructions"] = v
 	}
-	if v, ok := fields["previous_response_id"]; ok {
-		req["previous_response_id"] = v
+	var prevID string
+	if v, ok := fields["previous_response_id"]; ok && json.Unmarshal(v, &prevID) != nil {
+		h.WriteError(w, &bridge.Error{Code: bridge.CodeInvalid, Param: "previous_response_id", Message: "previous_response_id: must be a string"})
+		return
 	}
 	if len(req["input"]) == 0 || string(req["input"]) == "null" {
 		req["input"] = json.RawMessage(`[]`)
@@ -72,6 +76,21 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.WriteError(w, err)
 		return
+	}
+	if prevID != "" {
+		// The summary run is a session of its own, holding the
+		// conversation so far: it is no turn of that conversation.
+		prev, err := h.previous(ctx, principal, prevID, nil)
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+		msgs, err := h.transcript(ctx, prev)
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+		cr.Hub.Messages = append(msgs, cr.Hub.Messages...)
 	}
 	rec := &record{ID: bridge.NewID("resp_"), Principal: principal, Created: h.cfg.Now().UTC(), Model: model}
 	cr.Hub.Stream = false
@@ -115,6 +134,7 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderRunID, run.ID)
+	w.Header().Set(HeaderSessionID, run.SessionID)
 	h.writeJSON(w, http.StatusOK, compactionObject(rec, run.ID, usage))
 }
 

@@ -354,16 +354,31 @@ func (h *Handler) chain(ctx context.Context, prev *record, req *bridge.Request) 
 		req.SessionID, req.Full = prev.SessionID, false
 		return pos, nil
 	}
-	msgs, _, err := h.rec.s.Messages(ctx, prev.SessionID, prev.End+1, 0)
+	msgs, err := h.transcript(ctx, prev)
 	if err != nil {
 		return 0, err
-	}
-	for i := range msgs {
-		msgs[i].ID, msgs[i].RunID = "", ""
 	}
 	req.Messages = append(msgs, req.Messages...)
 	req.SessionID, req.Full = "", true
 	return -1, nil
+}
+
+// transcript is the conversation up to where prev ended (its session's
+// messages, all of them when prev is the session's latest response), as
+// messages a new session can start with.
+func (h *Handler) transcript(ctx context.Context, prev *record) ([]bridge.Message, error) {
+	before := int64(0)
+	if prev.End != 0 {
+		before = prev.End + 1
+	}
+	msgs, _, err := h.rec.s.Messages(ctx, prev.SessionID, before, 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range msgs {
+		msgs[i].ID, msgs[i].RunID = "", ""
+	}
+	return msgs, nil
 }
 
 // save records a new response with its input items.
