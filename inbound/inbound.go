@@ -34,6 +34,39 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
+// Decode reads the request body (ReadBody) and decodes it with decode, a
+// dialect's request decoder.
+func Decode[T any](w http.ResponseWriter, r *http.Request, limit int64, decode func([]byte) (T, error)) (T, error) {
+	body, err := ReadBody(w, r, limit)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
+}
+
+// StartRun starts req's run (or continues it, with a client's tool
+// results) and subscribes to what comes after the events the run already
+// had: a request that continues a run is answered with its new model call
+// only. The subscription's context is the Batch's (NewBatch), so a stream
+// that makes the Batch's Writer flushes when the subscription is idle; one
+// that does not loses nothing. The run and its session are named in w's
+// headers (HeaderRunID, HeaderSessionID).
+func StartRun(w http.ResponseWriter, r *http.Request, e *bridge.Engine, req *bridge.Request) (*bridge.Run, bridge.Stream, *Batch, error) {
+	run, err := e.Start(r.Context(), req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	batch, sctx := NewBatch(r.Context())
+	_, events, err := e.Subscribe(sctx, run.ID, run.LastSeq)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	w.Header().Set(HeaderRunID, run.ID)
+	w.Header().Set(HeaderSessionID, run.SessionID)
+	return run, events, batch, nil
+}
+
 // Dialect is one inbound dialect as the common run API needs it: how to
 // render a run's events, a history page and an error for its clients.
 type Dialect interface {
@@ -191,6 +224,14 @@ func Dropped(ctx context.Context, e *bridge.Engine, runID string, final *bridge.
 		return all, nil
 	}
 	return all, e.RecordDropped(context.WithoutCancel(ctx), runID, all[n:])
+}
+
+// WriteError writes err as a dialect's JSON error object: encode gives
+// the status and the body (the mapping package's EncodeError).
+func WriteError(w http.ResponseWriter, err error, encode func(*bridge.Error) (int, []byte)) {
+	be := bridge.AsError(err)
+	status, body := encode(be)
+	WriteErrorBody(w, be, status, body, "")
 }
 
 // WriteErrorBody writes a dialect's error: Content-Type (contentType, or

@@ -268,12 +268,7 @@ type render struct {
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	sse := r.URL.Path == "/run_sse"
 	ctx := r.Context()
-	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	req, err := wire.DecodeRunRequest(body)
+	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeRunRequest)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -311,21 +306,13 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, _ := json.Marshal(render{Streaming: opt.Streaming, Author: opt.Author})
-	run, err := h.cfg.Engine.Start(ctx, &bridge.Request{Inbound: wire.Dialect, Model: rec.ADK.App, SessionID: rec.sess.ID,
+	run, events, batch, err := inbound.StartRun(w, r, h.cfg.Engine, &bridge.Request{Inbound: wire.Dialect, Model: rec.ADK.App, SessionID: rec.sess.ID,
 		Detached: true, Stream: true, Messages: msgs, Dropped: dropped, Render: rd, ReplaceFrom: r.Header.Get(inbound.HeaderReplaceFrom),
 		Tools: req.Tools})
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
-	batch, sctx := inbound.NewBatch(ctx) // a no-op for a response that makes no SSE writer
-	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	w.Header().Set("X-Run-Id", run.ID)
-	w.Header().Set("X-Session-Id", run.SessionID)
 	inbound.SetDropped(w.Header(), run.Dropped)
 	if !sse {
 		h.collect(w, r, run, events, opt)

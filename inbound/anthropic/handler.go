@@ -78,9 +78,7 @@ func (h *Handler) Name() string { return wire.Dialect }
 // WriteError implements inbound.Dialect: an Anthropic error object
 // ({"type":"error","error":{type,message}}) with its status.
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
-	be := bridge.AsError(err)
-	status, body := wire.EncodeError(be)
-	inbound.WriteErrorBody(w, be, status, body, "")
+	inbound.WriteError(w, err, wire.EncodeError)
 }
 
 // History implements inbound.Dialect. Anthropic has no history API of its
@@ -89,32 +87,19 @@ func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return openai.EncodeHistory(p) }
 
 func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	req, err := wire.DecodeRequest(body)
+	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeRequest)
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
 	inbound.Stateless(r, req)
-
-	run, err := h.cfg.Engine.Start(r.Context(), req)
+	// Anthropic's pings write from another goroutine, so its stream
+	// flushes every event and makes no batched writer.
+	run, events, _, err := inbound.StartRun(w, r, h.cfg.Engine, req)
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
-	// A request that continues a run (the client's tool results) is
-	// answered with the new model call only.
-	_, events, err := h.cfg.Engine.Subscribe(r.Context(), run.ID, run.LastSeq)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	w.Header().Set(HeaderRunID, run.ID)
-	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
 	if req.Stream {
 		h.stream(w, r, run, events, opt)
@@ -311,12 +296,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 // when the model routes to an Anthropic upstream, else an estimate (see
 // wire.EstimateInputTokens), marked by X-Bridge-Token-Count: estimate.
 func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	req, err := wire.DecodeCountTokens(body)
+	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeCountTokens)
 	if err != nil {
 		h.WriteError(w, err)
 		return

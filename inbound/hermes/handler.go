@@ -133,8 +133,7 @@ func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	if errors.Is(err, context.Canceled) {
 		be = bridge.Errorf(bridge.CodeCanceled, "the request was cancelled")
 	}
-	status, body := wire.EncodeError(be)
-	inbound.WriteErrorBody(w, be, status, body, "")
+	inbound.WriteError(w, be, wire.EncodeError)
 }
 
 // History implements inbound.Dialect: the chatkit Hermes shape, for

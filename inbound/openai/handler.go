@@ -65,21 +65,14 @@ func (h *Handler) Name() string { return wire.Dialect }
 
 // WriteError implements inbound.Dialect: an OpenAI error object.
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
-	be := bridge.AsError(err)
-	status, body := wire.EncodeError(be)
-	inbound.WriteErrorBody(w, be, status, body, "")
+	inbound.WriteError(w, err, wire.EncodeError)
 }
 
 // History implements inbound.Dialect.
 func (h *Handler) History(p *bridge.HistoryPage) ([]byte, error) { return wire.EncodeHistory(p) }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	body, err := inbound.ReadBody(w, r, h.cfg.MaxBody)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	req, err := wire.DecodeRequest(body)
+	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeRequest)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -88,22 +81,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if req.Stream && req.IncludeUsage {
 		req.Render = renderIncludeUsage
 	}
-
-	run, err := h.cfg.Engine.Start(r.Context(), req)
+	run, events, batch, err := inbound.StartRun(w, r, h.cfg.Engine, req)
 	if err != nil {
 		h.WriteError(w, err)
 		return
 	}
-	// A request that continues a run (the client's tool results) is
-	// answered with the new model call only, not the run's earlier steps.
-	batch, sctx := inbound.NewBatch(r.Context()) // a no-op for a response that makes no SSE writer
-	_, events, err := h.cfg.Engine.Subscribe(sctx, run.ID, run.LastSeq)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	w.Header().Set(HeaderRunID, run.ID)
-	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(run, req.Model)
 	// This request's own stream_options rule its response; a continued run
 	// keeps the rendering its first request stored.

@@ -106,9 +106,7 @@ func (h *Handler) Name() string { return wire.Dialect }
 
 // WriteError implements inbound.Dialect: an OpenAI error object.
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
-	be := bridge.AsError(err)
-	status, body := wire.EncodeError(be)
-	inbound.WriteErrorBody(w, be, status, body, "")
+	inbound.WriteError(w, err, wire.EncodeError)
 }
 
 // History implements inbound.Dialect: the chatkit OpenAI-compatible shape
