@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/go-kit/kit/endpoint"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/internal/scrub"
 )
 
 // Credentials are the upstream keys the bridge holds. An upstream's error
@@ -20,54 +19,32 @@ import (
 // through Scrub first. The zero value (and nil) scrubs only what is shaped
 // like a credential header's value.
 type Credentials struct {
-	secrets []string
+	keys *scrub.Keys
 }
-
-// minSecret is the shortest key Scrub replaces literally: a shorter one
-// would mangle ordinary words, and is not a real key anyway.
-const minSecret = 4
 
 // NewCredentials returns the set of keys to keep in: every configured
 // upstream's, not only the one a call went to (a misrouted or proxied
 // upstream may quote another's).
 func NewCredentials(secrets ...string) *Credentials {
-	c := &Credentials{}
-	for _, s := range secrets {
-		if s = strings.TrimSpace(s); len(s) >= minSecret && !slices.Contains(c.secrets, s) {
-			c.secrets = append(c.secrets, s)
-		}
+	return &Credentials{keys: scrub.New(secrets...)}
+}
+
+// Keys is the set of keys c keeps in, for whatever else scrubs text with
+// them (the inspector's recorder).
+func (c *Credentials) Keys() *scrub.Keys {
+	if c == nil {
+		return nil
 	}
-	// Longest first, so a key that contains another is replaced whole.
-	slices.SortFunc(c.secrets, func(a, b string) int { return len(b) - len(a) })
-	return c
+	return c.keys
 }
 
 // Redacted replaces a credential in scrubbed text.
-const Redacted = "[redacted]"
-
-var (
-	// headerValue is a credential header or parameter and its value, in the
-	// forms error text quotes them: `Authorization: Bearer x`,
-	// `"x-api-key":"x"`, `api_key=x`.
-	headerValue = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]token)(\\?["']?\s*[:=]\s*\\?["']?)((?:bearer|basic|token)\s+)?[^\s"'\\,;&}\]]+`)
-	// bearerToken is a bearer token quoted without its header name.
-	bearerToken = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{4,}`)
-)
+const Redacted = scrub.Redacted
 
 // Scrub returns s with every configured key, and every value shaped like
-// an Authorization, X-Api-Key or api-key value, replaced by Redacted.
-func (c *Credentials) Scrub(s string) string {
-	if s == "" {
-		return s
-	}
-	if c != nil {
-		for _, k := range c.secrets {
-			s = strings.ReplaceAll(s, k, Redacted)
-		}
-	}
-	s = headerValue.ReplaceAllString(s, "${1}${2}${3}"+Redacted)
-	return bearerToken.ReplaceAllString(s, "${1} "+Redacted)
-}
+// an Authorization, X-Api-Key or api-key value, replaced by Redacted
+// (scrub.Keys.Scrub).
+func (c *Credentials) Scrub(s string) string { return c.Keys().Scrub(s) }
 
 // Refused is the message a client gets when an upstream refused the
 // bridge's own credentials.

@@ -116,7 +116,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		secrets = append(secrets, upstreamKey(u))
 	}
 	creds := outbound.NewCredentials(secrets...)
-	rec := &ui.Recorder{All: cfg.RecordUpstream, Secrets: secrets}
+	// The recorder redacts what the credentials scrub does, and keeps the
+	// calls in the store when it can hold them (every store of the bridge
+	// does).
+	recs, _ := store.(bridge.RecordingStore)
+	rec := &ui.Recorder{All: cfg.RecordUpstream, Keys: creds.Keys(), Store: recs, Log: log}
 	// The recorder is innermost, next to the wire: it sees what was sent
 	// and received, traceparent included.
 	transport := func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rec.Transport(rt)) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -367,6 +368,42 @@ func TestInspectorAccess(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Errorf("chat completion without a key: %d, want 200 (the admin key locks the inspector only)", resp.StatusCode)
+		}
+	})
+	t.Run("a recording survives a restart", func(t *testing.T) {
+		t.Setenv("BRIDGE_ADMIN_KEY", "")
+		t.Setenv("BRIDGE_UPSTREAM_API_KEY", "sk-upstream-key-0123")
+		up := inspectorUpstream(t)
+		cfg := defaultConfig()
+		cfg.DB = filepath.Join(t.TempDir(), "bridge.db")
+		cfg.Upstreams = []Upstream{{Name: "openai", Dialect: "openai", URL: up.BaseURL(), Models: []string{"*"}}}
+		cfg.Keys = []server.KeyConfig{{Name: "alice", SHA256: inbound.HashKey(aliceKey)}, {Name: "ops", SHA256: inbound.HashKey(adminKey), Admin: true}}
+		first := startMain(t, cfg)
+		resp, _ := inspPost(t, "http://"+first.Addr(), "/v1/chat/completions", aliceKey,
+			`{"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"record me"}]}`, "X-Bridge-Record", "upstream")
+		run := resp.Header.Get("X-Run-Id")
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		if err := first.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		again := startMain(t, cfg) // a new process (or another replica) on the same store
+		code, v := uiRun(t, "http://"+again.Addr(), adminKey, run)
+		if code != 200 {
+			t.Fatalf("GET the run after the restart: %d %v", code, v)
+		}
+		up2, _ := v["upstream"].(map[string]any)
+		calls, _ := up2["calls"].([]any)
+		if up2["recorded"] != true || len(calls) != 1 {
+			t.Fatalf("after a restart the upstream wire is %v, want its one recorded call", up2)
+		}
+		c := calls[0].(map[string]any)
+		b, _ := json.Marshal(c)
+		if body, _ := c["body"].(string); !strings.Contains(body, "chat.completion.chunk") || !strings.Contains(body, "upstream") {
+			t.Errorf("the stored call's body: %q", body)
+		}
+		if strings.Contains(string(b), "sk-upstream-key-0123") || !strings.Contains(string(b), "[redacted]") {
+			t.Errorf("the stored call holds the upstream key, or redacts nothing: %s", b)
 		}
 	})
 	t.Run("no keys: loopback is admin", func(t *testing.T) {

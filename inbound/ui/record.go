@@ -3,14 +3,18 @@ package ui
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/internal/scrub"
 )
 
 // RecordHeader is the request header with which a client opts its run in to
@@ -20,17 +24,26 @@ const RecordHeader = "X-Bridge-Record"
 // Recorder keeps what upstreams sent, call by call, for the runs that opt
 // in (RecordHeader) or for every run (All): the request the bridge sent
 // and the response it got, headers and bodies, each body cut at Max bytes,
-// with credentials redacted. It keeps the calls of the last Runs runs, in
-// memory only (a restart forgets them). It is safe for concurrent use.
+// with credentials redacted. A call in progress is held in memory; once it
+// has ended it goes to Store, where every replica's inspector finds it,
+// after a restart too. Without a Store (or when storing fails) the calls
+// of the last Runs runs stay in memory. It is safe for concurrent use.
 type Recorder struct {
 	// All records every run's upstream calls.
 	All bool
 	// Max is the bytes kept of each body (0: 256 KiB).
 	Max int
-	// Runs is how many runs' calls are kept (0: 500).
+	// Runs is how many runs' calls are kept in memory (0: 500).
 	Runs int
-	// Secrets are strings redacted wherever they appear (upstream keys).
-	Secrets []string
+	// Keys are the upstream keys redacted wherever they appear, besides
+	// whatever is shaped like a credential (scrub.Keys.Scrub; nil: only
+	// those).
+	Keys *scrub.Keys
+	// Store keeps the calls that have ended (nil: memory only). Storing a
+	// call costs the upstream call's reader one write, at its end.
+	Store bridge.RecordingStore
+	// Log reports a call that could not be stored (nil: discarded).
+	Log *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// RunID names the run of an upstream call's context (nil:
@@ -38,7 +51,7 @@ type Recorder struct {
 	RunID func(context.Context) string
 
 	mu    sync.Mutex
-	calls map[string][]*Call
+	calls map[string][]*Call // by run: in progress, or not stored
 	order []string
 }
 
@@ -62,6 +75,7 @@ type Call struct {
 	EndMS       *float64 `json:"end_ms,omitempty"`
 	Error       string   `json:"error,omitempty"`
 
+	run  string
 	body bytes.Buffer
 }
 
@@ -125,22 +139,26 @@ func (rec *Recorder) max() int {
 }
 
 func (rec *Recorder) roundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
-	c := &Call{Started: rec.now(), Method: req.Method, URL: rec.redact(redactURL(req.URL)), RequestHeaders: rec.headers(req.Header)}
+	run := rec.runID(req.Context())
+	c := &Call{Started: rec.now(), Method: req.Method, URL: rec.Keys.Scrub(redactURL(req.URL)), RequestHeaders: rec.headers(req.Header), run: run}
 	if req.GetBody != nil {
 		if b, err := req.GetBody(); err == nil {
 			c.RequestBody, _ = rec.readCapped(b)
 			b.Close()
 		}
 	}
-	rec.add(rec.runID(req.Context()), c)
+	rec.add(run, c)
 	resp, err := next.RoundTrip(req)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	if err != nil {
+		rec.mu.Lock()
 		c.Error = "the call failed before a response"
 		c.EndMS = rec.since(c.Started)
+		rec.mu.Unlock()
+		rec.store(c)
 		return nil, err
 	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	c.Status = resp.StatusCode
 	c.ResponseHeaders = rec.headers(resp.Header)
 	c.HeadersMS = rec.since(c.Started)
@@ -154,7 +172,7 @@ func (rec *Recorder) readCapped(r io.Reader) (string, bool) {
 	if cut {
 		b = b[:rec.max()]
 	}
-	return rec.redact(string(b)), cut
+	return rec.Keys.Scrub(string(b)), cut
 }
 
 func (rec *Recorder) since(t time.Time) *float64 {
@@ -183,23 +201,91 @@ func (rec *Recorder) add(run string, c *Call) {
 	rec.calls[run] = append(rec.calls[run], c)
 }
 
-// Calls returns copies of run's recorded calls, oldest first (none when
-// the run was not recorded, or is forgotten).
-func (rec *Recorder) Calls(run string) []Call {
+// Calls returns run's recorded calls, oldest first: those stored, then
+// those still in this process's memory (in progress, or not stored). None
+// when the run was not recorded, or is forgotten.
+func (rec *Recorder) Calls(ctx context.Context, run string) ([]Call, error) {
 	if rec == nil {
-		return nil
+		return nil, nil
+	}
+	var out []Call
+	if rec.Store != nil {
+		recs, err := rec.Store.Recordings(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			var c Call
+			if json.Unmarshal(r.Data, &c) == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	rec.mu.Lock()
+	for _, c := range rec.calls[run] {
+		out = append(out, rec.copyOf(c))
+	}
+	rec.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Call) int { return a.Started.Compare(b.Started) })
+	return out, nil
+}
+
+// copyOf copies c, its body redacted. The caller holds rec.mu.
+func (rec *Recorder) copyOf(c *Call) Call {
+	cp := Call{Started: c.Started, Method: c.Method, URL: c.URL, RequestHeaders: c.RequestHeaders, RequestBody: c.RequestBody,
+		Status: c.Status, ResponseHeaders: c.ResponseHeaders, Truncated: c.Truncated, HeadersMS: c.HeadersMS,
+		FirstByteMS: c.FirstByteMS, EndMS: c.EndMS, Error: c.Error}
+	cp.Body = rec.Keys.Scrub(c.body.String())
+	return cp
+}
+
+// store writes a call that has ended to Store and forgets it here; one that
+// cannot be stored stays in memory.
+func (rec *Recorder) store(c *Call) {
+	if rec.Store == nil {
+		return
+	}
+	rec.mu.Lock()
+	cp := rec.copyOf(c)
+	rec.mu.Unlock()
+	data, err := encodeCapped(&cp)
+	if err == nil {
+		// Not the run's context: a stopped run's calls are kept too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = rec.Store.AddRecording(ctx, &bridge.Recording{RunID: c.run, Created: c.Started, Data: data})
+		cancel()
+	}
+	if err != nil {
+		if rec.Log != nil {
+			rec.Log.Warn("store a recorded upstream call", "run", c.run, "err", err)
+		}
+		return
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	var out []Call
-	for _, c := range rec.calls[run] {
-		cp := Call{Started: c.Started, Method: c.Method, URL: c.URL, RequestHeaders: c.RequestHeaders, RequestBody: c.RequestBody,
-			Status: c.Status, ResponseHeaders: c.ResponseHeaders, Truncated: c.Truncated, HeadersMS: c.HeadersMS,
-			FirstByteMS: c.FirstByteMS, EndMS: c.EndMS, Error: c.Error}
-		cp.Body = rec.redact(c.body.String())
-		out = append(out, cp)
+	// The run's entry stays (empty) until it leaves order, so order holds
+	// each run once.
+	if calls, ok := rec.calls[c.run]; ok {
+		rec.calls[c.run] = slices.DeleteFunc(calls, func(x *Call) bool { return x == c })
 	}
-	return out
+}
+
+// encodeCapped is c as JSON, at most bridge.MaxRecording bytes: the longer
+// of its bodies is halved until it fits (escaping can make a body's JSON
+// several times its size).
+func encodeCapped(c *Call) ([]byte, error) {
+	for {
+		data, err := json.Marshal(c)
+		if err != nil || len(data) <= bridge.MaxRecording || c.Body == "" && c.RequestBody == "" {
+			return data, err
+		}
+		c.Truncated = true
+		if len(c.Body) >= len(c.RequestBody) {
+			c.Body = strings.ToValidUTF8(c.Body[:len(c.Body)/2], "")
+		} else {
+			c.RequestBody = strings.ToValidUTF8(c.RequestBody[:len(c.RequestBody)/2], "")
+		}
+	}
 }
 
 // tee is a response body that keeps what it reads, up to the cap.
@@ -213,7 +299,7 @@ type tee struct {
 func (t *tee) Read(p []byte) (int, error) {
 	n, err := t.rc.Read(p)
 	t.rec.mu.Lock()
-	defer t.rec.mu.Unlock()
+	ended := false
 	if n > 0 {
 		if t.call.FirstByteMS == nil {
 			t.call.FirstByteMS = t.rec.since(t.call.Started)
@@ -227,24 +313,34 @@ func (t *tee) Read(p []byte) (int, error) {
 		}
 	}
 	if err != nil {
-		t.end()
+		ended = t.end()
+	}
+	t.rec.mu.Unlock()
+	if ended {
+		t.rec.store(t.call)
 	}
 	return n, err
 }
 
 func (t *tee) Close() error {
 	t.rec.mu.Lock()
-	t.end()
+	ended := t.end()
 	t.rec.mu.Unlock()
+	if ended {
+		t.rec.store(t.call)
+	}
 	return t.rc.Close()
 }
 
-// end marks the body's end; the caller holds rec.mu.
-func (t *tee) end() {
-	if !t.done {
-		t.done = true
-		t.call.EndMS = t.rec.since(t.call.Started)
+// end marks the body's end, and reports whether this was its end (not a
+// second call). The caller holds rec.mu.
+func (t *tee) end() bool {
+	if t.done {
+		return false
 	}
+	t.done = true
+	t.call.EndMS = t.rec.since(t.call.Started)
+	return true
 }
 
 // secretHeaders are redacted whatever their value.
@@ -258,19 +354,9 @@ func (rec *Recorder) headers(h http.Header) map[string]string {
 			out[k] = "[redacted]"
 			continue
 		}
-		out[k] = rec.redact(strings.Join(v, ", "))
+		out[k] = rec.Keys.Scrub(strings.Join(v, ", "))
 	}
 	return out
-}
-
-// redact replaces every configured secret in s.
-func (rec *Recorder) redact(s string) string {
-	for _, sec := range rec.Secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
 }
 
 // redactURL drops a URL's user info and the values of key-like query

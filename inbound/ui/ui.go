@@ -324,7 +324,10 @@ func (h *Handler) run(r *http.Request, u who) (any, error) {
 		p.Messages = []bridge.Message{}
 	}
 	p.Client = h.clientWire(bridge.WithPrincipal(ctx, run.Principal), run, evs)
-	p.Upstream = UpstreamWire{Dialect: run.Outbound, Name: run.Upstream, Calls: h.cfg.Recorder.Calls(run.ID)}
+	p.Upstream = UpstreamWire{Dialect: run.Outbound, Name: run.Upstream}
+	if p.Upstream.Calls, err = h.cfg.Recorder.Calls(ctx, run.ID); err != nil {
+		return nil, err
+	}
 	p.Upstream.Recorded = len(p.Upstream.Calls) > 0
 	if p.Upstream.Calls == nil {
 		p.Upstream.Calls = []Call{}

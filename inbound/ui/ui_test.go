@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/inbound"
 	"github.com/bridge-dev/bridge/inbound/ui"
+	"github.com/bridge-dev/bridge/internal/scrub"
 	"github.com/bridge-dev/bridge/mapping/openai"
 	"github.com/bridge-dev/bridge/storage/memory"
 )
@@ -218,8 +220,15 @@ func TestRunPage(t *testing.T) {
 
 // TestRecorder: a recorded call keeps both bodies, cut at the cap, with
 // the key redacted wherever it appears; a run that did not opt in is not
-// recorded.
+// recorded. With a store, the call that has ended is there, found by a
+// recorder that never saw it (another replica, or after a restart).
 func TestRecorder(t *testing.T) {
+	for _, stored := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "store"}[stored], func(t *testing.T) { testRecorder(t, stored) })
+	}
+}
+
+func testRecorder(t *testing.T, stored bool) {
 	const secret = "sk-upstream-secret"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Set-Cookie", "s=1")
@@ -227,7 +236,19 @@ func TestRecorder(t *testing.T) {
 	}))
 	defer srv.Close()
 	type runKey struct{}
-	rec := &ui.Recorder{Max: 64, Secrets: []string{secret}, RunID: func(ctx context.Context) string { s, _ := ctx.Value(runKey{}).(string); return s }}
+	rec := &ui.Recorder{Max: 64, Keys: scrub.New(secret), RunID: func(ctx context.Context) string { s, _ := ctx.Value(runKey{}).(string); return s }}
+	store := memory.New(nil)
+	if stored {
+		rec.Store = store
+		if err := store.CreateSession(t.Context(), &bridge.Session{ID: "s"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"run_1", "run_2"} {
+			if err := store.CreateRun(t.Context(), &bridge.Run{ID: id, SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	client := &http.Client{Transport: rec.Transport(http.DefaultTransport)}
 	call := func(run string, optIn bool) {
 		var ctx = t.Context()
@@ -248,9 +269,12 @@ func TestRecorder(t *testing.T) {
 	}
 	call("run_1", true)
 	call("run_2", false)
-	calls := rec.Calls("run_1")
-	if len(calls) != 1 {
-		t.Fatalf("%d calls recorded, want 1", len(calls))
+	if stored { // what another replica's recorder, with the same store, shows
+		rec = &ui.Recorder{Store: store}
+	}
+	calls, err := rec.Calls(t.Context(), "run_1")
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("%d calls recorded (%v), want 1", len(calls), err)
 	}
 	c := calls[0]
 	b, _ := json.Marshal(c)
@@ -266,7 +290,48 @@ func TestRecorder(t *testing.T) {
 	if c.HeadersMS == nil || c.FirstByteMS == nil || c.EndMS == nil {
 		t.Errorf("times missing: %+v", c)
 	}
-	if got := rec.Calls("run_2"); len(got) != 0 {
+	if got, _ := rec.Calls(t.Context(), "run_2"); len(got) != 0 {
 		t.Errorf("a run that did not opt in was recorded: %+v", got)
+	}
+	if stored {
+		recs, _ := store.Recordings(t.Context(), "run_1")
+		if len(recs) != 1 || strings.Contains(string(recs[0].Data), secret) {
+			t.Errorf("stored: %s", recs)
+		}
+	}
+}
+
+// TestRecorderCapsStored: a call whose JSON would pass the store's cap
+// (escaping makes a body several times its size) is stored cut, marked
+// truncated, rather than refused.
+func TestRecorderCapsStored(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte{1}, 1<<20)) // each byte \u0001 in JSON
+	}))
+	defer srv.Close()
+	store := memory.New(nil)
+	if err := store.CreateSession(t.Context(), &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateRun(t.Context(), &bridge.Run{ID: "run_1", SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := &ui.Recorder{All: true, Max: 2 << 20, Store: store, RunID: func(context.Context) string { return "run_1" }}
+	resp, err := (&http.Client{Transport: rec.Transport(http.DefaultTransport)}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	recs, err := store.Recordings(t.Context(), "run_1")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("stored %d recordings (%v), want 1", len(recs), err)
+	}
+	if n := len(recs[0].Data); n > bridge.MaxRecording || n < bridge.MaxRecording/4 {
+		t.Errorf("stored %d bytes; want at most %d, and not far less", n, bridge.MaxRecording)
+	}
+	var c ui.Call
+	if err := json.Unmarshal(recs[0].Data, &c); err != nil || !c.Truncated || c.Body == "" {
+		t.Errorf("stored call: truncated %v, %d body bytes, %v", c.Truncated, len(c.Body), err)
 	}
 }

@@ -22,8 +22,9 @@ import (
 )
 
 var (
-	_ bridge.Store         = (*Store)(nil)
-	_ bridge.ResponseStore = (*Store)(nil)
+	_ bridge.Store          = (*Store)(nil)
+	_ bridge.ResponseStore  = (*Store)(nil)
+	_ bridge.RecordingStore = (*Store)(nil)
 )
 
 // Store is a bridge.Store in memory. It is safe for concurrent use; every
@@ -40,6 +41,7 @@ type Store struct {
 	messages []message // in position order (position = index + 1)
 	ids      map[idKey]string
 	resps    map[respKey]*bridge.StoredResponse
+	recs     map[string][]bridge.Recording // by run, oldest first
 }
 
 type runRow struct {
@@ -71,6 +73,7 @@ func New(now func() time.Time) *Store {
 		events:   make(map[string][]bridge.Event),
 		ids:      make(map[idKey]string),
 		resps:    make(map[respKey]*bridge.StoredResponse),
+		recs:     make(map[string][]bridge.Recording),
 	}
 }
 
@@ -570,8 +573,8 @@ func (s *Store) InterruptRunning(_ context.Context, reason string, now time.Time
 	return ids, err
 }
 
-// DeleteEventsBefore deletes the events of every run that ended before t
-// and is not running.
+// DeleteEventsBefore deletes the events (and the recordings) of every run
+// that ended before t and is not running.
 func (s *Store) DeleteEventsBefore(_ context.Context, t time.Time) (int64, error) {
 	if t.IsZero() {
 		return 0, nil
@@ -585,6 +588,7 @@ func (s *Store) DeleteEventsBefore(_ context.Context, t time.Time) (int64, error
 			}
 			n += int64(len(s.events[id]))
 			delete(s.events, id)
+			delete(s.recs, id) // the inspector's recordings go with the events
 		}
 		return nil
 	})
@@ -596,6 +600,37 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.sessions, s.runs, s.events, s.messages, s.ids, s.resps = nil, nil, nil, nil, nil, nil
+	s.sessions, s.runs, s.events, s.messages, s.ids, s.resps, s.recs = nil, nil, nil, nil, nil, nil, nil
 	return nil
+}
+
+// AddRecording appends r to its run's recordings.
+func (s *Store) AddRecording(_ context.Context, r *bridge.Recording) error {
+	if len(r.Data) > bridge.MaxRecording {
+		return bridge.Errorf(bridge.CodeTooLarge, "recording of run %s: %d bytes, more than %d", r.RunID, len(r.Data), bridge.MaxRecording)
+	}
+	return s.write(func() error {
+		if _, ok := s.runs[r.RunID]; !ok {
+			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", r.RunID)
+		}
+		if n := len(s.recs[r.RunID]); n >= bridge.MaxRecordings {
+			return bridge.Errorf(bridge.CodeTooLarge, "run %s has %d recordings already", r.RunID, n)
+		}
+		c := bridge.Recording{RunID: r.RunID, Created: utc(cmp.Or(r.Created, s.now())), Data: slices.Clone(r.Data)}
+		s.recs[r.RunID] = append(s.recs[r.RunID], c)
+		return nil
+	})
+}
+
+// Recordings returns run's recordings, oldest first.
+func (s *Store) Recordings(_ context.Context, run string) ([]bridge.Recording, error) {
+	var out []bridge.Recording
+	err := s.read(func() error {
+		for _, r := range s.recs[run] {
+			r.Data = slices.Clone(r.Data)
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
 }

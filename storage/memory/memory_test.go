@@ -18,3 +18,8 @@ func TestStore(t *testing.T) {
 func TestResponseStore(t *testing.T) {
 	bridgetest.TestResponseStore(t, func(t *testing.T) bridge.Store { return memory.New(nil) })
 }
+
+// TestRecordingStore runs the recordings suite that storage/sqlite passes.
+func TestRecordingStore(t *testing.T) {
+	bridgetest.TestRecordingStore(t, func(t *testing.T) bridge.Store { return memory.New(nil) })
+}

@@ -912,8 +912,9 @@ func (s *Store) interrupt(ctx context.Context, reason string, now time.Time, pic
 	return ids, nil
 }
 
-// DeleteEventsBefore deletes the events of every run that ended before t
-// and is not running, and returns how many it deleted.
+// DeleteEventsBefore deletes the events (and the recordings) of every run
+// that ended before t and is not running, and returns how many events it
+// deleted.
 func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
 	if t.IsZero() {
 		return 0, nil
@@ -928,7 +929,13 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM events WHERE run_id IN
 			(SELECT id FROM runs WHERE finished <> 0 AND finished < $1 AND status <> $2)`, t.UnixNano(), string(bridge.StatusRunning))
+		if err != nil {
+			return err
+		}
 		n = tag.RowsAffected()
+		// The inspector's recordings of those runs go with their events.
+		_, err = tx.Exec(ctx, `DELETE FROM recordings WHERE run_id IN
+			(SELECT id FROM runs WHERE finished <> 0 AND finished < $1 AND status <> $2)`, t.UnixNano(), string(bridge.StatusRunning))
 		return err
 	})
 	if err != nil {

@@ -39,6 +39,17 @@ func TestResponseStore(t *testing.T) {
 	})
 }
 
+// TestRecordingStore runs the recordings suite storage/sqlite passes.
+func TestRecordingStore(t *testing.T) {
+	bridgetest.TestRecordingStore(t, func(t *testing.T) bridge.Store {
+		s, err := postgres.Open(t.Context(), pgtest.Schema(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // TestWatchRun: a process watching a run is woken by another process's
 // commit of its events, and not by another run's.
 func TestWatchRun(t *testing.T) {

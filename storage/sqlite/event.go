@@ -573,8 +573,9 @@ func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string,
 	return ids, nil
 }
 
-// DeleteEventsBefore deletes the events of every run that ended (Finished is
-// set) before t and is not running, and returns how many it deleted.
+// DeleteEventsBefore deletes the events (and the recordings) of every run
+// that ended (Finished is set) before t and is not running, and returns
+// how many events it deleted.
 func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
 	if t.IsZero() {
 		return 0, nil
@@ -587,7 +588,11 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, err
 			FROM events WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning)).Scan(&n); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning))
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning)); err != nil {
+			return err
+		}
+		// The inspector's recordings of those runs go with their events.
+		_, err := tx.ExecContext(ctx, `DELETE FROM recordings WHERE `+ended, t.UnixNano(), string(bridge.StatusRunning))
 		return err
 	})
 	if err != nil {

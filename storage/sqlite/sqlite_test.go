@@ -50,6 +50,16 @@ func TestResponseStore(t *testing.T) {
 	})
 }
 
+func TestRecordingStore(t *testing.T) {
+	bridgetest.TestRecordingStore(t, func(t *testing.T) bridge.Store {
+		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
 func TestStoreMemory(t *testing.T) {
 	bridgetest.TestStore(t, func(t *testing.T) bridge.Store {
 		s, err := sqlite.Open(t.Context(), ":memory:", sqlite.Options{})
@@ -116,7 +126,7 @@ func TestMigrationsReopen(t *testing.T) {
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
-		{9, "0009_responses.sql"}}
+		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}

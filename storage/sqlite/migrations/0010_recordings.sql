@@ -1,0 +1,11 @@
+-- The upstream calls the inspector records (bridge.RecordingStore): one row
+-- a call, its JSON as the recorder wrote it (credentials redacted), in the
+-- order they were added. They go with their run's events (retention).
+CREATE TABLE recordings (
+	id      INTEGER PRIMARY KEY,
+	run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	created INTEGER NOT NULL DEFAULT 0, -- unix nanoseconds
+	data    TEXT NOT NULL
+);
+
+CREATE INDEX recordings_by_run ON recordings (run_id, id);
