@@ -78,35 +78,8 @@ func (h *Handler) Name() string { return wire.Dialect }
 // a JSON-RPC request was read (authentication, the run API).
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	be := bridge.AsError(err)
-	inbound.WriteErrorBody(w, be, httpStatus(be.Code), wire.AppendError(nil, nil, wire.EncodeError(err), wire.V03), "")
-}
-
-func httpStatus(c bridge.Code) int {
-	switch c {
-	case bridge.CodeInvalid:
-		return http.StatusBadRequest
-	case bridge.CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case bridge.CodePermissionDenied:
-		return http.StatusForbidden
-	case bridge.CodeNotFound:
-		return http.StatusNotFound
-	case bridge.CodeConflict:
-		return http.StatusConflict
-	case bridge.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case bridge.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case bridge.CodeUnsupported:
-		return http.StatusNotImplemented
-	case bridge.CodeUpstream:
-		return http.StatusBadGateway
-	case bridge.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case bridge.CodeTimeout:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusInternalServerError
+	status, body := wire.EncodeError(be)
+	inbound.WriteErrorBody(w, be, status, body, "")
 }
 
 // History implements inbound.Dialect: {tasks, nextPageToken}.
@@ -205,7 +178,7 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, wire.AppendError(nil, nil, wire.ErrContentType("Content-Type "+strconv.Quote(ct)+" is not supported: send application/json"), v))
 		return
 	}
-	reqs, batch, derr := wire.DecodeBody(body)
+	reqs, batch, derr := wire.DecodeRequest(body)
 	if derr != nil {
 		h.writeJSON(w, wire.AppendError(nil, nil, derr, v))
 		return
@@ -296,7 +269,7 @@ func (h *Handler) rpcError(err error) *wire.Error {
 	if !errors.As(err, &be) {
 		h.cfg.Logger.Error("a2a request failed", "err", err)
 	}
-	return wire.EncodeError(err)
+	return wire.RPCError(err)
 }
 
 func (h *Handler) method(ctx context.Context, c *call, batch bool) ([]byte, error) {

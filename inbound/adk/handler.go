@@ -80,9 +80,10 @@ func (h *Handler) WriteError(w http.ResponseWriter, err error) {
 	var be *bridge.Error
 	if !errors.As(err, &be) {
 		h.cfg.Logger.Error("adk request failed", "err", err)
+		be = bridge.AsError(err)
 	}
-	status, body := wire.EncodeError(err)
-	inbound.WriteErrorBody(w, bridge.AsError(err), status, body, "application/json; charset=utf-8")
+	status, body := wire.EncodeError(be)
+	inbound.WriteErrorBody(w, be, status, body, "application/json; charset=utf-8")
 }
 
 func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
@@ -268,7 +269,7 @@ type render struct {
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	sse := r.URL.Path == "/run_sse"
 	ctx := r.Context()
-	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeRunRequest)
+	req, err := inbound.Decode(w, r, h.cfg.MaxBody, wire.DecodeRequest)
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -291,7 +292,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	opt := wire.EncoderOptions{Author: rec.ADK.App, Streaming: sse && req.Streaming}
+	opt := wire.StreamOptions{Author: rec.ADK.App, Streaming: sse && req.Streaming}
 	if req.NewMessage == nil {
 		if !sse {
 			h.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "No newMessage: /run needs a newMessage"))
@@ -326,7 +327,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 // from where it began, with the options the run was started with, and the
 // frames through the cursor are dropped (inbound.Resume,
 // inbound.SkipFrames): the client gets byte for byte what followed it.
-func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, req *wire.RunRequest, opt wire.EncoderOptions) {
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, req *wire.RunRequest, opt wire.StreamOptions) {
 	if req.LastEventID == "" {
 		h.WriteError(w, bridge.Errorf(bridge.CodeNotFound,
 			"no active or completed stream to resume without last_event_id: send newMessage to run, or lastEventId to resume"))
@@ -351,7 +352,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 	}
 	var rd render
 	if json.Unmarshal(run.Render, &rd) == nil && rd.Author != "" {
-		opt = wire.EncoderOptions{Author: rd.Author, Streaming: rd.Streaming}
+		opt = wire.StreamOptions{Author: rd.Author, Streaming: rd.Streaming}
 	}
 	w.Header().Set("X-Run-Id", run.ID)
 	w.Header().Set("X-Session-Id", run.SessionID)
@@ -362,9 +363,9 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 // written until the upstream has answered (unless resumed: the stream has
 // begun): a run that fails before its first output is an ordinary error
 // answer.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions, resumed bool, batch *inbound.Batch) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, resumed bool, batch *inbound.Batch) {
 	ctx := r.Context()
-	enc := wire.NewEncoder(opt)
+	enc := wire.NewStreamEncoder(opt)
 	next, stop := iter.Pull2(events)
 	defer stop()
 	var held []bridge.Event
@@ -429,8 +430,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 }
 
 // collect answers POST /run: the run's events as one JSON array.
-func (h *Handler) collect(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.EncoderOptions) {
-	enc := wire.NewEncoder(opt)
+func (h *Handler) collect(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
+	enc := wire.NewStreamEncoder(opt)
 	out := []wire.Event{}
 	any := false
 	for ev, err := range events {
@@ -478,7 +479,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	if rd.Author == "" {
 		rd.Author = run.Model
 	}
-	enc := wire.NewEncoder(wire.EncoderOptions{Author: rd.Author, Streaming: rd.Streaming})
+	enc := wire.NewStreamEncoder(wire.StreamOptions{Author: rd.Author, Streaming: rd.Streaming})
 	inbound.SetDropped(w.Header(), run.Dropped)
 	w.Header().Set("X-Run-Id", run.ID)
 	sw := inbound.NewSSEWriter(w)

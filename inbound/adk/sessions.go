@@ -314,7 +314,7 @@ func (h *Handler) runEvents(ctx context.Context, run *bridge.Run, stored []bridg
 	if err != nil {
 		return nil, state, err
 	}
-	enc := wire.NewEncoder(wire.EncoderOptions{Author: author})
+	enc := wire.NewStreamEncoder(wire.StreamOptions{Author: author})
 	n := 0
 	for ev, err := range events {
 		if err != nil {
@@ -340,7 +340,7 @@ func (h *Handler) runEvents(ctx context.Context, run *bridge.Run, stored []bridg
 			}
 			out = append(out, wire.InputEvent(inputs[0], run.ID, ev.ID()))
 			inputs = inputs[1:]
-			enc = wire.NewEncoder(wire.EncoderOptions{Author: author})
+			enc = wire.NewStreamEncoder(wire.StreamOptions{Author: author})
 		}
 		if ev.Seq >= run.LastSeq {
 			break

@@ -93,7 +93,7 @@ func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.Turn
 	if err != nil {
 		return nil, nil, err
 	}
-	tr, err := wire.DecodeTurn(body)
+	tr, err := wire.DecodeRequest(body)
 	if err != nil {
 		return nil, nil, err
 	}

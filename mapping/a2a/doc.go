@@ -5,7 +5,7 @@
 // those of github.com/a2aproject/a2a-go (imported as a2asdk); the JSON is
 // read and written here, case-sensitively and in both versions' shapes.
 //
-//   - DecodeBody parses a JSON-RPC POST body into requests (batches and
+//   - DecodeRequest parses a JSON-RPC POST body into requests (batches and
 //     notifications included); DecodeSendParams, DecodeTaskParams and
 //     DecodeListParams read their params; HubMessage turns a client's
 //     message into the hub's.
@@ -25,6 +25,3 @@
 // Codecs are safe for concurrent use; a StreamEncoder, TaskBuilder or
 // StreamDecoder belongs to one stream and is not.
 package a2a
-
-// Dialect is the name of this dialect in the hub.
-const Dialect = "a2a"

@@ -122,12 +122,40 @@ var fromRPC = map[int]bridge.Code{
 	CodeVersionNotSupported:       bridge.CodeUnsupported,
 }
 
-// EncodeError renders a hub error as a JSON-RPC error (hub -> wire). An
+// statusOf is the HTTP status of an error answered before a JSON-RPC
+// request was read (authentication, the run API); errors of a request go
+// in a JSON-RPC response, HTTP 200.
+var statusOf = map[bridge.Code]int{
+	bridge.CodeInvalid:          http.StatusBadRequest,
+	bridge.CodeUnauthenticated:  http.StatusUnauthorized,
+	bridge.CodePermissionDenied: http.StatusForbidden,
+	bridge.CodeNotFound:         http.StatusNotFound,
+	bridge.CodeConflict:         http.StatusConflict,
+	bridge.CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	bridge.CodeRateLimited:      http.StatusTooManyRequests,
+	bridge.CodeUnsupported:      http.StatusNotImplemented,
+	bridge.CodeUpstream:         http.StatusBadGateway,
+	bridge.CodeUnavailable:      http.StatusServiceUnavailable,
+	bridge.CodeTimeout:          http.StatusGatewayTimeout,
+}
+
+// EncodeError renders err as the answer to a request no JSON-RPC request
+// was read from (hub -> wire): an HTTP status for its code and a JSON-RPC
+// error response with id null (RPCError's object, in 0.3's shape).
+func EncodeError(err *bridge.Error) (status int, body []byte) {
+	status, ok := statusOf[err.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return status, AppendError(nil, nil, RPCError(err), V03)
+}
+
+// RPCError renders a hub error as a JSON-RPC error object (hub -> wire). An
 // error that came from an A2A upstream keeps its code and message; any
 // other gets its code from the table, with the bridge code in data where
 // the JSON-RPC code alone would lose it. Go errors that are not
 // *bridge.Error become -32603 "internal error", never their text.
-func EncodeError(err error) *Error {
+func RPCError(err error) *Error {
 	if e, ok := err.(*Error); ok {
 		return e
 	}

@@ -27,7 +27,7 @@ var allRPCCodes = []int{
 func TestErrorTableHubToWire(t *testing.T) {
 	for _, c := range allCodes {
 		t.Run(string(c), func(t *testing.T) {
-			e := EncodeError(&bridge.Error{Code: c, Message: "m " + string(c), RetryAfter: 2 * time.Second})
+			e := RPCError(&bridge.Error{Code: c, Message: "m " + string(c), RetryAfter: 2 * time.Second})
 			if e.Code > -32000 || e.Code < -32768 {
 				t.Fatalf("code %d is not a JSON-RPC error code", e.Code)
 			}
@@ -44,14 +44,29 @@ func TestErrorTableHubToWire(t *testing.T) {
 		})
 	}
 	// A Go error never shows its text.
-	e := EncodeError(errors.New("open /secret: permission denied"))
+	e := RPCError(errors.New("open /secret: permission denied"))
 	if e.Code != CodeInternalError || e.Message != "internal error" {
 		t.Errorf("a Go error encodes as %+v", e)
 	}
 	// An A2A upstream's error keeps its code.
-	e = EncodeError(&bridge.Error{Code: bridge.CodeNotFound, Message: "Task not found: x", Dialect: Dialect, UpstreamCode: "-32001"})
+	e = RPCError(&bridge.Error{Code: bridge.CodeNotFound, Message: "Task not found: x", Dialect: Dialect, UpstreamCode: "-32001"})
 	if e.Code != CodeTaskNotFound || e.Message != "Task not found: x" || e.BridgeCode != "" {
 		t.Errorf("an A2A error passes through as %+v", e)
+	}
+}
+
+// TestEncodeError: an error answered before any JSON-RPC request has an
+// HTTP status for its code (500 for codes the table leaves out) and a
+// JSON-RPC error body that reads back as the same code.
+func TestEncodeError(t *testing.T) {
+	for _, c := range allCodes {
+		st, body := EncodeError(&bridge.Error{Code: c, Message: "m"})
+		if want, ok := statusOf[c]; ok && st != want || !ok && st != 500 {
+			t.Errorf("%s: status %d", c, st)
+		}
+		if back := DecodeError(st, body); back.Code != c || back.Message != "m" {
+			t.Errorf("%s: %s decodes as %+v", c, body, back)
+		}
 	}
 }
 

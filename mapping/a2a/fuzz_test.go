@@ -68,7 +68,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		reqs, _, err := DecodeBody(body)
+		reqs, _, err := DecodeRequest(body)
 		if err != nil {
 			if err.Code > -32000 || err.Code < -32768 || err.Message == "" {
 				t.Fatalf("body error %+v", err)

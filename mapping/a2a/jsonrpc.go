@@ -3,7 +3,6 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -132,42 +131,6 @@ func (r *Request) Notification() bool { return r.ID == nil && r.Err == nil }
 
 // MaxBatch bounds the requests of one batch.
 const MaxBatch = 32
-
-// DecodeBody parses a JSON-RPC POST body (wire -> requests): one request,
-// or a batch. A body that is not JSON is -32700; one that is JSON but no
-// request or batch (a bare string, an empty batch, a batch too big, JSON
-// nested too deep) is -32600. Otherwise each request carries its own
-// error, if any. DecodeBody never panics and keeps no reference to body.
-func DecodeBody(body []byte) (reqs []Request, batch bool, err *Error) {
-	if !json.Valid(body) {
-		return nil, false, &Error{Code: CodeParseError, Message: "Invalid JSON payload."}
-	}
-	if wire.CheckDepth(body, maxDepth) != nil {
-		return nil, false, &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels."}
-	}
-	switch wire.Kind(body) {
-	case '{':
-		return []Request{decodeRequest(body)}, false, nil
-	case '[':
-		var elems []json.RawMessage
-		if json.Unmarshal(body, &elems) != nil {
-			return nil, false, &Error{Code: CodeParseError, Message: "Invalid JSON payload."}
-		}
-		switch {
-		case len(elems) == 0:
-			return nil, true, &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: empty batch."}
-		case len(elems) > MaxBatch:
-			return nil, true, &Error{Code: CodeInvalidRequest,
-				Message: "Invalid JSON-RPC Request: a batch of " + strconv.Itoa(len(elems)) + " requests; at most " + strconv.Itoa(MaxBatch) + "."}
-		}
-		reqs = make([]Request, len(elems))
-		for i, e := range elems {
-			reqs[i] = decodeRequest(e)
-		}
-		return reqs, true, nil
-	}
-	return nil, false, &Error{Code: CodeInvalidRequest, Message: "Invalid JSON-RPC Request: not an object or a batch."}
-}
 
 func decodeRequest(raw []byte) Request {
 	bad := func(id json.RawMessage, msg string) Request {

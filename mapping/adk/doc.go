@@ -9,7 +9,7 @@
 // tool activity (bridge.SourceAgent); errorCode and {"error": ...} end the
 // run as failed; a stream that ends before a final response is broken.
 //
-// Events to client frames: Encoder turns the hub's events of a run into ADK
+// Events to client frames: StreamEncoder turns the hub's events of a run into ADK
 // events (partial ones while streaming, then the complete event), with
 // resumable ids: a complete event's id is the bridge cursor of the last
 // hub event folded into it (a message_done, usage or tool call, never a

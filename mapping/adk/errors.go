@@ -69,17 +69,15 @@ func codeOfStatus(s int) bridge.Code {
 }
 
 // EncodeError renders err as the api_server does: {"error": "..."} with
-// its status. An error that is not a *bridge.Error is internal, and its
-// text is not shown.
-func EncodeError(err error) (int, []byte) {
-	be := bridge.AsError(err)
-	msg := be.Message
+// its status.
+func EncodeError(err *bridge.Error) (status int, body []byte) {
+	msg := err.Message
 	if msg == "" {
-		msg = string(be.Code)
+		msg = string(err.Code)
 	}
 	b := wire.NewObj()
 	b.Str("error", msg)
-	return Status(be.Code), b.End()
+	return Status(err.Code), b.End()
 }
 
 // DecodeError reads an api_server error answer: {"error": "..."} (ADK-JS),

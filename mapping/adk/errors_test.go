@@ -32,7 +32,7 @@ func TestErrorTable(t *testing.T) {
 			t.Errorf("%s: read back as %+v, want %s", c, got, want)
 		}
 	}
-	if st, body := EncodeError(errPlain{}); st != 500 || string(body) != `{"error":"internal error"}` {
+	if st, body := EncodeError(bridge.AsError(errPlain{})); st != 500 || string(body) != `{"error":"internal error"}` {
 		t.Errorf("a plain error: %d %s", st, body)
 	}
 	if e := DecodeError(404, []byte(`{"detail":"Session not found"}`)); e.Code != bridge.CodeNotFound || e.Message != "Session not found" {

@@ -85,7 +85,7 @@ func splitHTTP(t *testing.T, raw []byte) (int, []byte) {
 // encodeRun numbers decoded events as the engine would and encodes them
 // back into ADK events, streaming.
 func encodeRun(evs []bridge.Event) []byte {
-	enc := NewEncoder(EncoderOptions{Author: "scripted", Streaming: true})
+	enc := NewStreamEncoder(StreamOptions{Author: "scripted", Streaming: true})
 	var b []byte
 	t0 := time.UnixMilli(1796202265000).UTC()
 	for i, ev := range evs {

@@ -56,9 +56,9 @@ func optString(o wire.Object, path string, dst *string, keys ...string) error {
 	return err
 }
 
-// DecodeRunRequest reads a run request. Keys are read in camelCase or
+// DecodeRequest reads a run request. Keys are read in camelCase or
 // snake_case; unknown keys are ignored, as the api_server does.
-func DecodeRunRequest(body []byte) (*RunRequest, error) {
+func DecodeRequest(body []byte) (*RunRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, bridge.Errorf(bridge.CodeInvalid, "request body is empty: send a JSON object with appName, userId, sessionId and newMessage")
 	}
@@ -309,93 +309,4 @@ func hasErrorKey(raw json.RawMessage) bool {
 	}
 	_, ok := o["error"]
 	return ok
-}
-
-// EncodeContent renders hub messages as the Content of a newMessage
-// (camelCase): user text and media, and tool messages as
-// functionResponse parts. Assistant messages have no place in a
-// newMessage; they are rendered as text prefixed by the role when
-// inline is true (earlier turns carried into a new upstream session).
-func EncodeContent(msgs []bridge.Message) (*Content, []string) {
-	c := &Content{Role: "user"}
-	var dropped []string
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Role == bridge.RoleTool {
-			resp := toolResponse(m.Parts)
-			c.Parts = append(c.Parts, Part{FunctionResponse: &FunctionResponse{ID: m.ToolCallID, Name: m.Name, Response: resp}})
-			continue
-		}
-		for _, p := range m.Parts {
-			switch p.Type {
-			case bridge.PartText, bridge.PartRefusal:
-				c.Parts = append(c.Parts, Part{Text: p.Text})
-			case bridge.PartReasoning:
-				dropped = append(dropped, "reasoning")
-			case bridge.PartImage, bridge.PartAudio, bridge.PartFile:
-				switch {
-				case p.Data != "":
-					c.Parts = append(c.Parts, Part{InlineData: &Blob{MimeType: p.MediaType, Data: p.Data}})
-				case p.URL != "":
-					c.Parts = append(c.Parts, Part{FileData: &FileData{MimeType: p.MediaType, FileURI: p.URL}})
-				}
-			case bridge.PartData:
-				c.Parts = append(c.Parts, Part{Text: string(p.JSON)})
-			default:
-				dropped = append(dropped, "content:"+string(p.Type))
-			}
-		}
-	}
-	if len(c.Parts) == 0 {
-		c.Parts = []Part{{Text: ""}}
-	}
-	return c, dropped
-}
-
-// toolResponse is the functionResponse.response of a tool message: its
-// JSON object, or {"result": text}.
-func toolResponse(parts []bridge.Part) json.RawMessage {
-	var text []byte
-	for _, p := range parts {
-		if p.Type == bridge.PartData && wire.Kind(p.JSON) == '{' {
-			return p.JSON
-		}
-		text = append(text, p.Text...)
-	}
-	if json.Valid(text) && wire.Kind(text) == '{' {
-		return text
-	}
-	b, _ := json.Marshal(map[string]string{"result": string(text)})
-	return b
-}
-
-// EncodeRunRequest renders a run request in camelCase, the only case the
-// ADK-JS server reads.
-func EncodeRunRequest(r *RunRequest) ([]byte, error) {
-	o := wire.NewObj()
-	o.Str("appName", r.AppName)
-	o.Str("userId", r.UserID)
-	o.Str("sessionId", r.SessionID)
-	if r.NewMessage != nil {
-		nm, err := json.Marshal(r.NewMessage)
-		if err != nil {
-			return nil, err
-		}
-		o.Raw("newMessage", nm)
-	}
-	o.Bool("streaming", r.Streaming)
-	if len(r.StateDelta) > 0 {
-		o.Raw("stateDelta", r.StateDelta)
-	}
-	if r.LastEventID != "" {
-		o.Str("lastEventId", r.LastEventID)
-	}
-	if len(r.Tools) > 0 {
-		tools, err := json.Marshal(r.Tools)
-		if err != nil {
-			return nil, err
-		}
-		o.Raw("tools", tools)
-	}
-	return o.End(), nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-func TestDecodeRunRequest(t *testing.T) {
+func TestDecodeRequest(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
@@ -33,7 +33,7 @@ func TestDecodeRunRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeRunRequest([]byte(tt.body))
+			got, err := DecodeRequest([]byte(tt.body))
 			if tt.code != "" {
 				if bridge.ErrorCode(err) != tt.code {
 					t.Fatalf("err = %v, want code %s", err, tt.code)
@@ -90,7 +90,7 @@ func TestEncoderFrameIDs(t *testing.T) {
 		evs[i].RunID, evs[i].Seq = "r", int64(i+1)
 	}
 	for _, streaming := range []bool{true, false} {
-		enc := NewEncoder(EncoderOptions{Author: "x", Streaming: streaming})
+		enc := NewStreamEncoder(StreamOptions{Author: "x", Streaming: streaming})
 		var ids []string
 		for i := range evs {
 			for _, o := range enc.Encode(&evs[i]) {
@@ -107,7 +107,7 @@ func TestEncoderFrameIDs(t *testing.T) {
 	}
 }
 
-func FuzzDecodeRunRequest(f *testing.F) {
+func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"appName":"a","userId":"u","sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]},"streaming":true}`,
 		`{"app_name":"a","new_message":{"parts":[{"inline_data":{"mime_type":"image/png","data":"AA=="}},{"file_data":{"file_uri":"gs://x"}}]}}`,
@@ -116,7 +116,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRunRequest(b)
+		r, err := DecodeRequest(b)
 		if err != nil {
 			if bridge.AsError(err).Code != bridge.CodeInvalid {
 				t.Fatalf("error code %s: %v", bridge.AsError(err).Code, err)

@@ -9,9 +9,6 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// Dialect is the dialect's name.
-const Dialect = "adk"
-
 // Event is an ADK event as the api_server sends it (camelCase).
 type Event struct {
 	ID                 string          `json:"id,omitempty"`

@@ -8,9 +8,6 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// Dialect is the dialect's name.
-const Dialect = "hermes"
-
 // Hermes' own error codes, the "code" of its error envelope.
 const (
 	CodeSessionNotFound      = "session_not_found"

@@ -7,9 +7,9 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// FuzzDecodeTurn: any body decodes to a request or a *bridge.Error, never a
+// FuzzDecodeRequest: any body decodes to a request or a *bridge.Error, never a
 // panic; a decoded request has input.
-func FuzzDecodeTurn(f *testing.F) {
+func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"message":"hi"}`, `{"input":"hi","session_id":"s","instructions":"be brief","model":"m"}`,
 		`{"input":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"c"}]}]}`,
@@ -20,7 +20,7 @@ func FuzzDecodeTurn(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tr, err := DecodeTurn(body)
+		tr, err := DecodeRequest(body)
 		if err != nil {
 			if _, ok := err.(*bridge.Error); !ok {
 				t.Fatalf("error %T %v is not a *bridge.Error", err, err)

@@ -23,21 +23,21 @@ type TurnRequest struct {
 	UserText string
 }
 
-// The turn body members DecodeTurn reads; the rest are dropped (and named).
+// The turn body members DecodeRequest reads; the rest are dropped (and named).
 var turnFields = map[string]bool{
 	"message": true, "input": true, "system_message": true, "instructions": true,
 	"model": true, "provider": true, "model_options": true, "session_id": true,
 	"conversation_history": true, "previous_response_id": true, "tools": true, "text": true,
 }
 
-// DecodeTurn parses a turn body (wire -> hub). message (or input, or
+// DecodeRequest parses a turn body (wire -> hub). message (or input, or
 // text) is a string, content parts, or (runs) a list of messages whose
 // last is the new input; system_message (or instructions) applies to this
 // turn only. tools, an extension, declares client tools in the OpenAI
 // function shape; a list input may then carry their results (role tool),
 // which continue the run that asked for them. Malformed input is a
 // *bridge.Error with CodeInvalid naming the member.
-func DecodeTurn(body []byte) (*TurnRequest, error) {
+func DecodeRequest(body []byte) (*TurnRequest, error) {
 	top, err := wire.DecodeBody(body)
 	if err != nil {
 		return nil, err

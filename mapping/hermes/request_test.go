@@ -9,8 +9,8 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-func TestDecodeTurn(t *testing.T) {
-	tr, err := DecodeTurn([]byte(`{"input":[{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],"session_id":"s","instructions":"sys","model_options":{}}`))
+func TestDecodeRequest(t *testing.T) {
+	tr, err := DecodeRequest([]byte(`{"input":[{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],"session_id":"s","instructions":"sys","model_options":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestDecodeTurn(t *testing.T) {
 		{"file", `{"message":[{"type":"file"}]}`, bridge.CodeUnsupported, "request.message[0].type:"},
 		{"syntax", `{"message":`, bridge.CodeInvalid, "request body: invalid JSON"},
 	} {
-		_, err := DecodeTurn([]byte(tc.body))
+		_, err := DecodeRequest([]byte(tc.body))
 		be, ok := err.(*bridge.Error)
 		if !ok || be.Code != tc.code || !strings.HasPrefix(be.Message, tc.msg) {
 			t.Errorf("%s: %#v, want %s %q...", tc.name, err, tc.code, tc.msg)

@@ -3,8 +3,6 @@ package adk
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -75,64 +73,6 @@ func (c *Client) Dialect() string { return wire.Dialect }
 
 const maxBody = 1 << 20
 
-// transcriptKey identifies a transcript by its user and assistant text,
-// the part every client resends the same way (tool activity of the agent
-// and system prompts are the agent's own).
-func transcriptKey(app, user string, msgs []bridge.Message) string {
-	h := sha256.New()
-	n := 0
-	h.Write([]byte(app + "\x00" + user + "\x00"))
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Role != bridge.RoleUser && m.Role != bridge.RoleAssistant {
-			continue
-		}
-		t := m.Text()
-		if t == "" {
-			continue
-		}
-		n++
-		h.Write([]byte(m.Role))
-		h.Write([]byte{0})
-		h.Write([]byte(t))
-		h.Write([]byte{1})
-	}
-	if n == 0 {
-		return ""
-	}
-	return "adk:" + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// split returns the transcript before the new input and the input: the
-// messages after the last assistant message.
-func split(msgs []bridge.Message) (prefix, input []bridge.Message) {
-	i := len(msgs)
-	for i > 0 && msgs[i-1].Role != bridge.RoleAssistant {
-		i--
-	}
-	prefix, input = msgs[:i], msgs[i:]
-	kept := input[:0:0]
-	for _, m := range input {
-		if m.Role == bridge.RoleUser || m.Role == bridge.RoleTool {
-			kept = append(kept, m)
-		}
-	}
-	return prefix, kept
-}
-
-// inlined renders earlier turns as text, for a new session.
-func inlined(prefix []bridge.Message) string {
-	var b strings.Builder
-	b.WriteString("Earlier in this conversation:\n")
-	for i := range prefix {
-		m := &prefix[i]
-		if t := m.Text(); t != "" && (m.Role == bridge.RoleUser || m.Role == bridge.RoleAssistant) {
-			b.WriteString(string(m.Role) + ": " + t + "\n")
-		}
-	}
-	return b.String()
-}
-
 // Open sends the run's new input to the app's session the transcript
 // leads to (or to a new session) with run_sse, and returns its events.
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
@@ -147,23 +87,15 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if user == "" {
 		user = "bridge"
 	}
-	var dropped []string
-	for _, m := range req.Messages {
-		if m.Role == bridge.RoleSystem || m.Role == bridge.RoleDeveloper {
-			dropped = append(dropped, "adk:system_prompt")
-			break
-		}
+	content, dropped, err := wire.NewMessage(req, false)
+	if err != nil {
+		return nil, err
 	}
-	prefix, input := split(req.Messages)
-	if len(input) == 0 {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "the transcript ends with the assistant: nothing to send the agent")
-	}
-	content, d := wire.EncodeContent(bridge.NameToolResults(prefix, input))
-	dropped = append(dropped, d...)
+	prefix, input := wire.SplitInput(req.Messages)
 
 	k := &call{c: c, ctx: ctx, app: app, user: user, transcript: req.Messages, dec: &wire.StreamDecoder{}, bridgeSession: req.SessionID,
 		tools: req.Tools}
-	pkey := transcriptKey(app, user, prefix)
+	pkey := wire.TranscriptKey(app, user, prefix)
 	if run := bridge.RunIDFromContext(ctx); c.cfg.IDs != nil && run != "" && results(input) {
 		// The client's results for the long-running calls the run's
 		// invocation stopped at go to the session that waits for them.
@@ -191,8 +123,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	}
 	if resp == nil && err == nil {
 		if pkey != "" {
-			content.Parts = append([]wire.Part{{Text: inlined(prefix)}}, content.Parts...)
-			dropped = append(dropped, "adk:history_inlined_in_new_session")
+			content, dropped, _ = wire.NewMessage(req, true)
 		}
 		if err := k.create(); err != nil {
 			return nil, err
@@ -488,7 +419,7 @@ func (k *call) finish(f *bridge.Final) {
 	}
 	next := append(append([]bridge.Message(nil), k.transcript...),
 		bridge.Message{Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart(k.text.String())}})
-	k.put(bridge.IDSession, transcriptKey(k.app, k.user, next), k.session)
+	k.put(bridge.IDSession, wire.TranscriptKey(k.app, k.user, next), k.session)
 }
 
 func (k *call) put(kind bridge.IDKind, local, remote string) {

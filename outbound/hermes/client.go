@@ -139,6 +139,11 @@ type features struct {
 	history bool
 }
 
+// encode is what the encoder needs to know of f.
+func (f features) encode(fresh bool, model string) wire.EncodeOptions {
+	return wire.EncodeOptions{Fresh: fresh, Tools: f.tools, History: f.history, Model: model}
+}
+
 // features asks the server's /v1/capabilities once what it takes (a
 // bridge's Hermes API says client_tools and conversation_history). A
 // server that answers none of it takes neither; one that does not answer
@@ -199,139 +204,6 @@ func (c *Client) session(ctx context.Context, local string, renew bool) (remote 
 	return v.Session.ID, true, nil
 }
 
-// turn builds the chat body: the new input (what follows the transcript's
-// last assistant message), the leading system messages as system_message,
-// and, for a fresh upstream session, earlier turns as conversation_history
-// where the server takes it, else carried in the message as text. Where
-// the server takes the client's tools, the request's tools go along, and
-// new input that is only tool results goes as a list of tool messages: the
-// upstream run that asked for them goes on.
-func turn(req *bridge.Request, fresh bool, f features, model string) (body map[string]any, dropped []string) {
-	tools := f.tools
-	msgs := req.Messages
-	var system []string
-	for len(msgs) > 0 && (msgs[0].Role == bridge.RoleSystem || msgs[0].Role == bridge.RoleDeveloper) {
-		system = append(system, msgs[0].Text())
-		msgs = msgs[1:]
-	}
-	start := len(msgs)
-	for start > 0 && msgs[start-1].Role != bridge.RoleAssistant {
-		start--
-	}
-	body = map[string]any{}
-	if model != "" {
-		body["model"] = model
-	}
-	if len(system) > 0 {
-		body["system_message"] = strings.Join(system, "\n\n")
-	}
-	if len(req.Tools) > 0 {
-		if tools {
-			body["tools"] = toolsJSON(req.Tools)
-		} else {
-			dropped = append(dropped, "hermes: client tools (the agent runs its own)")
-		}
-	}
-	input := msgs[start:]
-	if tools && !fresh && len(input) > 0 && !slices.ContainsFunc(input, func(m bridge.Message) bool { return m.Role != bridge.RoleTool }) {
-		results := make([]map[string]any, 0, len(input))
-		for _, m := range input {
-			results = append(results, map[string]any{"role": "tool", "tool_call_id": m.ToolCallID, "content": m.Text()})
-			if slices.ContainsFunc(m.Parts, func(p bridge.Part) bool { return p.Type != bridge.PartText }) {
-				dropped = append(dropped, "hermes: non-text tool results")
-			}
-		}
-		body["message"] = results
-		return body, dropped
-	}
-	var text strings.Builder
-	if fresh && start > 0 && f.history {
-		body["conversation_history"] = historyJSON(msgs[:start])
-	} else if fresh && start > 0 {
-		text.WriteString("Earlier in this conversation:\n")
-		for _, m := range msgs[:start] {
-			switch m.Role {
-			case bridge.RoleUser, bridge.RoleAssistant:
-				if t := m.Text(); t != "" {
-					text.WriteString(string(m.Role) + ": " + t + "\n")
-				}
-			}
-		}
-		text.WriteString("\n")
-		dropped = append(dropped, "hermes: earlier turns sent as text")
-	}
-	for _, m := range input {
-		switch m.Role {
-		case bridge.RoleUser:
-			if text.Len() > 0 && !strings.HasSuffix(text.String(), "\n") {
-				text.WriteString("\n")
-			}
-			text.WriteString(m.Text())
-			for _, p := range m.Parts {
-				if p.Type != bridge.PartText {
-					dropped = append(dropped, "hermes: non-text content")
-					break
-				}
-			}
-		case bridge.RoleTool:
-			dropped = append(dropped, "hermes: client tool results")
-		}
-	}
-	body["message"] = text.String()
-	return body, dropped
-}
-
-// historyJSON is a transcript as conversation_history: messages in the
-// OpenAI shape (text content, tool calls, tool results).
-func historyJSON(msgs []bridge.Message) []map[string]any {
-	out := make([]map[string]any, 0, len(msgs))
-	for _, m := range msgs {
-		o := map[string]any{"role": string(m.Role)}
-		if m.Role == bridge.RoleDeveloper {
-			o["role"] = string(bridge.RoleSystem)
-		}
-		if t := m.Text(); t != "" || len(m.ToolCalls) == 0 {
-			o["content"] = t
-		}
-		if m.ToolCallID != "" {
-			o["tool_call_id"] = m.ToolCallID
-		}
-		if len(m.ToolCalls) > 0 {
-			calls := make([]map[string]any, 0, len(m.ToolCalls))
-			for _, tc := range m.ToolCalls {
-				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
-					"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
-			}
-			o["tool_calls"] = calls
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// toolsJSON is tools in the OpenAI function shape the bridge's Hermes API
-// takes.
-func toolsJSON(tools []bridge.Tool) []map[string]any {
-	out := make([]map[string]any, 0, len(tools))
-	for _, t := range tools {
-		f := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			f["description"] = t.Description
-		}
-		if len(t.Parameters) > 0 {
-			f["parameters"] = json.RawMessage(t.Parameters)
-		}
-		out = append(out, map[string]any{"type": "function", "function": f})
-	}
-	return out
-}
-
-// empty reports whether a chat body has nothing to send.
-func empty(body map[string]any) bool {
-	s, ok := body["message"].(string)
-	return ok && strings.TrimSpace(s) == ""
-}
-
 // Open streams one turn of req's session through the upstream session's
 // chat stream. The call's Cancel stops the upstream run
 // (POST /v1/runs/{run_id}/stop); its Steer passes user input to it
@@ -348,22 +220,23 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if len(req.Tools) > 0 || endsWithResults(req.Messages) || fresh && hasEarlier(req.Messages) {
 		f = c.features(ctx)
 	}
-	body, dropped := turn(req, fresh, f, c.cfg.Model)
-	if empty(body) {
-		return nil, bridge.Errorf(bridge.CodeInvalid, "nothing to send to the Hermes agent: the turn has no user text")
+	body, dropped, err := wire.EncodeRequest(req, f.encode(fresh, c.cfg.Model))
+	if err != nil {
+		return nil, err
 	}
 	k := &call{c: c, ctx: ctx, session: remote, dec: wire.NewStreamDecoder(nil), local: bridge.RunIDFromContext(ctx)}
 	if req.DiscardUpstream != "" && !fresh {
 		// A bridge discards the turns in the session it holds.
-		err = k.request(http.MethodPost, body, http.Header{outbound.HeaderReplaceFrom: {req.DiscardUpstream}})
+		err = k.request(http.MethodPost, json.RawMessage(body), http.Header{outbound.HeaderReplaceFrom: {req.DiscardUpstream}})
 	} else {
 		err = k.post(body)
 	}
 	if err != nil && bridge.AsError(err).UpstreamCode == wire.CodeSessionNotFound && !fresh {
 		// The upstream forgot the session: a new one, with the turns so far.
 		if k.session, fresh, err = c.session(ctx, req.SessionID, true); err == nil {
-			body, dropped = turn(req, true, c.features(ctx), c.cfg.Model)
-			err = k.post(body)
+			if body, dropped, err = wire.EncodeRequest(req, c.features(ctx).encode(true, c.cfg.Model)); err == nil {
+				err = k.post(body)
+			}
 		}
 	}
 	if err != nil {
@@ -461,8 +334,8 @@ func (k *call) chatPath() string {
 }
 
 // post starts the turn.
-func (k *call) post(body map[string]any) error {
-	return k.request(http.MethodPost, body, nil)
+func (k *call) post(body []byte) error {
+	return k.request(http.MethodPost, json.RawMessage(body), nil)
 }
 
 // resume asks for the frames after the decoder's cursor.

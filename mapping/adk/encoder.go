@@ -11,21 +11,21 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// EncoderOptions configure an Encoder.
-type EncoderOptions struct {
+// StreamOptions configure a StreamEncoder.
+type StreamOptions struct {
 	// Author is the agent's name on the events it wrote (the app name).
 	Author string
 	// Streaming writes a partial event for each text and thought delta.
 	Streaming bool
 }
 
-// Encoder turns the hub events of one run into ADK events: a complete
+// StreamEncoder turns the hub events of one run into ADK events: a complete
 // event per model step (its text, thought and function calls), a
 // function-response event per tool result, state deltas, and an errorCode
 // event for a run that did not complete. It is not safe for concurrent
 // use.
-type Encoder struct {
-	opt      EncoderOptions
+type StreamEncoder struct {
+	opt      StreamOptions
 	parts    []Part
 	calls    []string // ids of the pending calls
 	usage    *UsageMetadata
@@ -35,16 +35,16 @@ type Encoder struct {
 	dropped  []string
 }
 
-// NewEncoder returns an encoder.
-func NewEncoder(opt EncoderOptions) *Encoder { return &Encoder{opt: opt} }
+// NewStreamEncoder returns an encoder.
+func NewStreamEncoder(opt StreamOptions) *StreamEncoder { return &StreamEncoder{opt: opt} }
 
 // Done reports whether the run's final event has been encoded.
-func (e *Encoder) Done() bool { return e.done }
+func (e *StreamEncoder) Done() bool { return e.done }
 
 // Dropped lists what the encoder could not carry.
-func (e *Encoder) Dropped() []string { return e.dropped }
+func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
-func (e *Encoder) drop(what string) {
+func (e *StreamEncoder) drop(what string) {
 	for _, d := range e.dropped {
 		if d == what {
 			return
@@ -53,7 +53,7 @@ func (e *Encoder) drop(what string) {
 	e.dropped = append(e.dropped, what)
 }
 
-func (e *Encoder) event(ev *bridge.Event, id string) Event {
+func (e *StreamEncoder) event(ev *bridge.Event, id string) Event {
 	return Event{ID: id, InvocationID: ev.RunID, Author: e.opt.Author, Timestamp: Time(ev.Time), LongRunningToolIDs: []string{}}
 }
 
@@ -62,7 +62,7 @@ func (e *Encoder) event(ev *bridge.Event, id string) Event {
 // event of a step that ev closes, before ev's own) bridge.FrameID. So
 // every event is a resume cursor, and a partial event and the complete
 // one after it never share an id.
-func (e *Encoder) Encode(ev *bridge.Event) []Event {
+func (e *StreamEncoder) Encode(ev *bridge.Event) []Event {
 	if e.done {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (e *Encoder) Encode(ev *bridge.Event) []Event {
 	return out
 }
 
-func (e *Encoder) encode(ev *bridge.Event) []Event {
+func (e *StreamEncoder) encode(ev *bridge.Event) []Event {
 	var out []Event
 	add := func(o Event) { out = append(out, o) }
 	constituent := func() { e.lastTime = ev.Time }
@@ -229,7 +229,7 @@ func (e *Encoder) encode(ev *bridge.Event) []Event {
 // partial event with id; false when there is none. The history of a
 // running run ends with it: a client resuming from id gets the rest of
 // the step, then the step's complete event.
-func (e *Encoder) Pending(id string) (Event, bool) {
+func (e *StreamEncoder) Pending(id string) (Event, bool) {
 	if len(e.parts) == 0 || e.done {
 		return Event{}, false
 	}
@@ -238,7 +238,7 @@ func (e *Encoder) Pending(id string) (Event, bool) {
 }
 
 // flush returns out with the pending model step as one complete event.
-func (e *Encoder) flush(out []Event, finish string, longRunning []string) []Event {
+func (e *StreamEncoder) flush(out []Event, finish string, longRunning []string) []Event {
 	if len(e.parts) == 0 {
 		if e.usage != nil && finish != "" {
 			e.usage = nil
