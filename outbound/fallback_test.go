@@ -13,6 +13,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // taken records the fallbacks a Fallback reports.
@@ -153,47 +154,11 @@ func (m *minting) MintToolCallID(local string) string {
 	return "m_" + local
 }
 
-// memIDs is an in-memory IDMap.
-type memIDs struct {
-	mu sync.Mutex
-	m  map[[3]string]string
-}
-
-func (s *memIDs) PutID(_ context.Context, m bridge.IDMapping) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[[3]string]string{}
-	}
-	s.m[[3]string{string(m.Kind), m.Scope, m.Local}] = m.Remote
-	return nil
-}
-
-func (s *memIDs) RemoteID(_ context.Context, kind bridge.IDKind, scope, local string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[[3]string{string(kind), scope, local}]; ok {
-		return r, nil
-	}
-	return "", bridge.Errorf(bridge.CodeNotFound, "no id")
-}
-
-func (s *memIDs) LocalID(_ context.Context, kind bridge.IDKind, scope, remote string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, r := range s.m {
-		if k[0] == string(kind) && k[1] == scope && r == remote {
-			return k[2], nil
-		}
-	}
-	return "", bridge.Errorf(bridge.CodeNotFound, "no id")
-}
-
 // TestFallbackToolCallIDs: a fallback gets the tool-call ids of its own id
 // space: the primary's remote ids go back to the local ones, then to the
 // ids the fallback minted (recorded for the next turn).
 func TestFallbackToolCallIDs(t *testing.T) {
-	ids := &memIDs{}
+	ids := memory.New(nil)
 	ctx := t.Context()
 	_ = ids.PutID(ctx, bridge.IDMapping{Kind: bridge.IDToolCall, Scope: "p", Local: "call_1", Remote: "p_1"})
 	p := &bridgetest.Upstream{UpName: "p", OpenErr: outbound.ConnectError("p", false)}

@@ -67,6 +67,7 @@ type Client struct {
 	cardAt time.Time
 
 	outbound.DiscardSignal // whether the agent is a bridge (takes X-Replace-From)
+	sender                 outbound.Sender
 }
 
 var _ bridge.Upstream = (*Client)(nil)
@@ -79,12 +80,7 @@ func New(cfg Config) *Client {
 	if cfg.Profile == "" {
 		cfg.Profile = wire.ProfileA2A
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.CardTTL <= 0 {
 		cfg.CardTTL = 5 * time.Minute
 	}
@@ -94,7 +90,9 @@ func New(cfg Config) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cfg: cfg}
+	c := &Client{cfg: cfg}
+	c.sender = outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError, Note: c.Note, MaxErrorBody: maxBody}
+	return c
 }
 
 // Name implements bridge.Upstream.
@@ -368,22 +366,33 @@ type call struct {
 	out    *bridge.Call // the call handed out, whose Dropped verify adds to
 }
 
+// request is a JSON-RPC request to the agent, with the version header its
+// card asks for and the key.
+func (k *call) request(ctx context.Context, body []byte, accept string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	if k.card.Version == wire.V10 {
+		req.Header.Set(wire.VersionHeader, "1.0")
+	}
+	k.c.auth(req)
+	return req, nil
+}
+
 // post sends one JSON-RPC request on its own connection context.
 func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Response, context.CancelCauseFunc, error) {
 	ctx, cancel := context.WithCancelCause(k.ctx)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	req, err := k.request(ctx, body, accept)
 	if err != nil {
 		cancel(nil)
-		return nil, nil, bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	if k.card.Version == wire.V10 {
-		req.Header.Set(wire.VersionHeader, "1.0")
+		return nil, nil, err
 	}
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
@@ -391,23 +400,10 @@ func (k *call) post(body []byte, stream bool, lastEventID string) (*http.Respons
 	if k.replaceFrom != "" {
 		req.Header.Set(outbound.HeaderReplaceFrom, k.replaceFrom)
 	}
-	k.c.auth(req)
-	resp, err := k.c.cfg.HTTPClient.Do(req)
+	resp, err := k.c.sender.Do(req)
 	if err != nil {
-		err = outbound.DoError(ctx, k.c.cfg.Name, err)
 		cancel(nil)
 		return nil, nil, err
-	}
-	k.c.Note(resp)
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		resp.Body.Close()
-		cancel(nil)
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, nil, e
 	}
 	return resp, cancel, nil
 }
@@ -663,29 +659,42 @@ func (k *call) cancel(ctx context.Context) error {
 		return nil // the agent has not named its task yet; closing the stream is all there is
 	}
 	k.cancelRequested.Store(true)
-	body := wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpCancel, k.card.Version, id)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	status, b, err := k.rpc(ctx, wire.EncodeTaskRequest(a2asdk.NewMessageID(), wire.OpCancel, k.card.Version, id))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if k.card.Version == wire.V10 {
-		req.Header.Set(wire.VersionHeader, "1.0")
+	if _, failed := rpcAnswer(b); status != http.StatusOK || failed {
+		return wire.DecodeError(status, b)
 	}
-	k.c.auth(req)
+	return nil
+}
+
+// rpc sends one JSON-RPC request that the agent answers at once, and
+// reads the answer (at most maxBody of it).
+func (k *call) rpc(ctx context.Context, body []byte) (int, []byte, error) {
+	req, err := k.request(ctx, body, "application/json")
+	if err != nil {
+		return 0, nil, err
+	}
 	resp, err := k.c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return outbound.DoError(ctx, k.c.cfg.Name, err)
+		return 0, nil, outbound.DoError(ctx, k.c.cfg.Name, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return resp.StatusCode, b, nil
+}
+
+// rpcAnswer reports whether b is a JSON-RPC answer (a JSON object) and
+// whether it holds an error.
+func rpcAnswer(b []byte) (valid, failed bool) {
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if resp.StatusCode != http.StatusOK || (json.Unmarshal(b, &env) == nil && len(env.Error) > 0 && string(env.Error) != "null") {
-		return wire.DecodeError(resp.StatusCode, b)
+	if json.Unmarshal(b, &env) != nil {
+		return false, false
 	}
-	return nil
+	return true, len(env.Error) > 0 && string(env.Error) != "null"
 }
 
 // steer is the call's own steer: the user's message sent to the working
@@ -702,30 +711,14 @@ func (k *call) steer(ctx context.Context, m bridge.Message) error {
 	}
 	msg, _ := wire.OutboundMessage([]bridge.Message{m}, nil, k.dec.ContextID)
 	msg.TaskID = a2asdk.TaskID(id)
-	body := wire.EncodeSend(a2asdk.NewMessageID(), k.card.Version, msg, wire.SendOptions{NoWait: true})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.card.URL, bytes.NewReader(body))
+	status, b, err := k.rpc(ctx, wire.EncodeSend(a2asdk.NewMessageID(), k.card.Version, msg, wire.SendOptions{NoWait: true}))
 	if err != nil {
-		return bridge.Errorf(bridge.CodeInternal, "upstream %s: bad agent URL", k.c.cfg.Name)
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if k.card.Version == wire.V10 {
-		req.Header.Set(wire.VersionHeader, "1.0")
-	}
-	k.c.auth(req)
-	resp, err := k.c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return outbound.DoError(ctx, k.c.cfg.Name, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	var env struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &env) == nil && (len(env.Error) == 0 || string(env.Error) == "null") {
+	if valid, failed := rpcAnswer(b); status == http.StatusOK && valid && !failed {
 		return nil
 	}
-	e := wire.DecodeError(resp.StatusCode, b)
+	e := wire.DecodeError(status, b)
 	return &bridge.Error{Code: bridge.CodeUnsupported, Message: "upstream " + k.c.cfg.Name + " did not take the steer: " + e.Message,
 		Dialect: e.Dialect, UpstreamCode: e.UpstreamCode}
 }

@@ -11,6 +11,7 @@ import (
 	wire "github.com/bridge-dev/bridge/mapping/a2a"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
 	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // TestProfiles: against a2a-go's server, the a2a profile reads the answer
@@ -39,7 +40,7 @@ func TestProfiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			agent := a2atest.NewProfile(c.profile, c.streaming, reply)
 			t.Cleanup(agent.Close)
-			ids := &memIDs{}
+			ids := memory.New(nil)
 			call, err := outa2a.New(outa2a.Config{Name: "agent", URL: agent.URL, Profile: c.ours, IDs: ids}).Open(ctxRun(t), userReq("weather?"))
 			if err != nil {
 				t.Fatal(err)
@@ -69,8 +70,8 @@ func TestProfiles(t *testing.T) {
 			if len(got) != 1 || got[0].Text != "weather?" {
 				t.Errorf("the agent got %+v", got)
 			}
-			if ids.get(bridge.IDSession, "sess_1") != got[0].ContextID {
-				t.Errorf("context mapping %q, the agent's context %q", ids.get(bridge.IDSession, "sess_1"), got[0].ContextID)
+			if remoteID(ids, bridge.IDSession, "sess_1") != got[0].ContextID {
+				t.Errorf("context mapping %q, the agent's context %q", remoteID(ids, bridge.IDSession, "sess_1"), got[0].ContextID)
 			}
 		})
 	}
@@ -84,7 +85,7 @@ func TestContextReuse(t *testing.T) {
 		return a2atest.Reply{Chunks: []string{"answer ", strings.Repeat("!", n+1)}}
 	})
 	t.Cleanup(agent.Close)
-	ids := &memIDs{}
+	ids := memory.New(nil)
 	c := outa2a.New(outa2a.Config{Name: "agent", URL: agent.URL, IDs: ids})
 	user := func(s string) bridge.Message {
 		return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}

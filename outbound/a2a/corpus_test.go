@@ -19,6 +19,7 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/a2a"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // capture is a captured server answer: status, headers and exact body.
@@ -133,33 +134,9 @@ func (a *corpusAgent) methods() []string {
 	return append([]string(nil), a.calls...)
 }
 
-// memIDs is an in-memory id map.
-type memIDs struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (s *memIDs) PutID(_ context.Context, m bridge.IDMapping) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
-	}
-	s.m[string(m.Kind)+"|"+m.Scope+"|"+m.Local] = m.Remote
-	return nil
-}
-
-func (s *memIDs) RemoteID(_ context.Context, kind bridge.IDKind, scope, local string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[string(kind)+"|"+scope+"|"+local]; ok {
-		return r, nil
-	}
-	return "", bridge.Errorf(bridge.CodeNotFound, "none")
-}
-
-func (s *memIDs) get(kind bridge.IDKind, local string) string {
-	r, _ := s.RemoteID(context.Background(), kind, "agent", local)
+// remoteID is what ids maps the local id of kind to for the agent, or "".
+func remoteID(ids *memory.Store, kind bridge.IDKind, local string) string {
+	r, _ := ids.RemoteID(context.Background(), kind, "agent", local)
 	return r
 }
 
@@ -236,7 +213,7 @@ func TestCorpusStreams(t *testing.T) {
 		t.Run(filepath.Base(c.stream), func(t *testing.T) {
 			a := newCorpusAgent(t, c.card, nil)
 			a.answer(c.method, loadCapture(t, c.stream))
-			ids := &memIDs{}
+			ids := memory.New(nil)
 			ctx := ctxRun(t)
 			call, err := outa2a.New(outa2a.Config{Name: "agent", URL: a.URL, IDs: ids}).Open(ctx, userReq("hi"))
 			if err != nil {
@@ -246,8 +223,8 @@ func TestCorpusStreams(t *testing.T) {
 			if r.err != nil || r.text != c.text || r.reasoning != c.reasoning || r.final == nil || r.final.Status != c.status {
 				t.Errorf("text %q reasoning %q final %+v err %v", r.text, r.reasoning, r.final, r.err)
 			}
-			if ids.get(bridge.IDSession, "sess_1") == "" {
-				t.Errorf("the upstream context was not recorded: %v", ids.m)
+			if remoteID(ids, bridge.IDSession, "sess_1") == "" {
+				t.Errorf("the upstream context was not recorded")
 			}
 			if strings.HasPrefix(c.card, "a2a-v1") && a.headers[0].Get("A2A-Version") != "1.0" {
 				t.Errorf("a 1.0 call without A2A-Version: 1.0")

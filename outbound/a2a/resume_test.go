@@ -6,6 +6,7 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // TestResumeAfterRestart: a client of another process (the bridge
@@ -18,7 +19,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	all := "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 "
 	a := newCorpusAgent(t, "a2a-v0.3/server/agent-card.json", nil)
 	a.answer("message/stream", loadCapture(t, "a2a-v0.3/server/tasks-resubscribe.before-disconnect.sse"))
-	ids := &memIDs{}
+	ids := memory.New(nil)
 	call, err := outa2a.New(outa2a.Config{Name: "agent", URL: a.URL, IDs: ids}).Open(ctxRun(t), userReq("slow"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/adk"
@@ -47,22 +46,20 @@ type Client struct {
 	root string
 
 	outbound.DiscardSignal // whether the server is a bridge (takes X-Replace-From)
+	sender                 outbound.Sender
 }
 
 var _ bridge.Upstream = (*Client)(nil)
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.Name == "" {
 		cfg.Name = "adk"
 	}
-	return &Client{cfg: cfg, root: strings.TrimSuffix(cfg.URL, "/")}
+	c := &Client{cfg: cfg, root: strings.TrimSuffix(cfg.URL, "/")}
+	c.sender = outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError, Note: c.Note}
+	return c
 }
 
 // Name implements bridge.Upstream.
@@ -254,21 +251,7 @@ func (k *call) do(ctx context.Context, method, u string, body []byte, accept str
 	if k.replaceFrom != "" && strings.HasSuffix(u, "/run_sse") {
 		req.Header.Set(outbound.HeaderReplaceFrom, k.replaceFrom)
 	}
-	resp, err := k.c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, outbound.DoError(ctx, k.c.cfg.Name, err)
-	}
-	k.c.Note(resp)
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		resp.Body.Close()
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, e
-	}
-	return resp, nil
+	return k.c.sender.Do(req)
 }
 
 // create makes a new upstream session (the server picks its id).

@@ -2,7 +2,6 @@ package adk
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,37 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/outbound/adk/adktest"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
-
-// ids is an in-memory id map.
-type ids struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (s *ids) PutID(_ context.Context, m bridge.IDMapping) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
-	}
-	s.m[string(m.Kind)+"|"+m.Scope+"|"+m.Local] = m.Remote
-	return nil
-}
-
-func (s *ids) RemoteID(_ context.Context, k bridge.IDKind, scope, local string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[string(k)+"|"+scope+"|"+local]; ok {
-		return r, nil
-	}
-	return "", bridge.Errorf(bridge.CodeNotFound, "no mapping")
-}
 
 type result struct {
 	evs   []bridge.Event
@@ -82,7 +56,7 @@ func assistant(text string) bridge.Message {
 func TestTwoTurnsOneSession(t *testing.T) {
 	srv := adktest.New()
 	t.Cleanup(srv.Close)
-	c := New(Config{URL: srv.URL, IDs: &ids{}})
+	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
 	ctx := bridge.WithPrincipal(t.Context(), "alice")
 	call, err := c.Open(ctx, &bridge.Request{Model: "scripted", Messages: []bridge.Message{user("hello")}})
 	if err != nil {
@@ -274,7 +248,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	srv := adktest.New()
 	srv.Resumable = true
 	t.Cleanup(srv.Close)
-	store := &ids{}
+	store := memory.New(nil)
 	c := New(Config{URL: srv.URL, IDs: store})
 	req := &bridge.Request{Model: "scripted", SessionID: "sess_1", Messages: []bridge.Message{user("cut:one two three four five six")}}
 	call, err := c.Open(t.Context(), req)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/internal/adkreal"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 // TestRealADK: the client against the real api_server (adkreal): the
@@ -13,7 +14,7 @@ import (
 // turn of a stateless client reaches the same ADK session (the agent
 // counts two user turns); an edited history opens a new one.
 func TestRealADK(t *testing.T) {
-	c := New(Config{URL: adkreal.Start(t), IDs: &ids{}})
+	c := New(Config{URL: adkreal.Start(t), IDs: memory.New(nil)})
 	ctx := bridge.WithPrincipal(t.Context(), "outbound-adk-real")
 	turn := func(msgs ...bridge.Message) result {
 		t.Helper()

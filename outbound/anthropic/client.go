@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/anthropic"
@@ -44,9 +43,10 @@ type Config struct {
 
 // Client calls a Messages upstream. It is safe for concurrent use.
 type Client struct {
-	cfg   Config
-	url   string
-	count string
+	cfg    Config
+	url    string
+	count  string
+	sender outbound.Sender
 }
 
 var (
@@ -56,12 +56,7 @@ var (
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.Name == "" {
 		cfg.Name = wire.Dialect
 	}
@@ -69,7 +64,8 @@ func New(cfg Config) *Client {
 		cfg.Version = DefaultVersion
 	}
 	base := strings.TrimSuffix(cfg.BaseURL, "/")
-	return &Client{cfg: cfg, url: base + "/v1/messages", count: base + "/v1/messages/count_tokens"}
+	return &Client{cfg: cfg, url: base + "/v1/messages", count: base + "/v1/messages/count_tokens",
+		sender: outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError}}
 }
 
 // Name implements bridge.Upstream.
@@ -90,8 +86,8 @@ func (c *Client) MintToolCallID(local string) string {
 	return outbound.HashToolCallID("toolu_", local)
 }
 
-// maxErrorBody bounds how much of an upstream error body is read.
-const maxErrorBody = 1 << 20
+// maxBody bounds how much of a count_tokens answer is read.
+const maxBody = 1 << 20
 
 func (c *Client) request(ctx context.Context, url string, body []byte, stream bool) (*http.Response, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -108,20 +104,7 @@ func (c *Client) request(ctx context.Context, url string, body []byte, stream bo
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("x-api-key", c.cfg.APIKey)
 	}
-	resp, err := c.cfg.HTTPClient.Do(hreq)
-	if err != nil {
-		return nil, outbound.DoError(ctx, c.cfg.Name, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, e
-	}
-	return resp, nil
+	return c.sender.Do(hreq)
 }
 
 // Open sends req as a streaming Messages request. It returns an error when
@@ -144,20 +127,7 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 		cancel(nil)
 		return nil, err
 	}
-	idle := c.cfg.Timeouts.Idle
-	rc := outbound.IdleBody(resp.Body, idle, cancel)
-	events := func(yield func(bridge.Event, error) bool) {
-		defer cancel(nil)
-		defer rc.Close()
-		for ev, err := range wire.DecodeStream(rc) {
-			if err != nil {
-				err = outbound.StreamError(ctx, c.cfg.Name, idle, err)
-			}
-			if !yield(ev, err) || err != nil {
-				return
-			}
-		}
-	}
+	events := outbound.Events(ctx, c.cfg.Name, c.cfg.Timeouts.Idle, resp.Body, cancel, wire.DecodeStream)
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
 }
 
@@ -181,7 +151,7 @@ func (c *Client) CountTokens(ctx context.Context, req *bridge.Request) (int64, e
 	var out struct {
 		InputTokens *int64 `json:"input_tokens"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&out); err != nil || out.InputTokens == nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&out); err != nil || out.InputTokens == nil {
 		return 0, bridge.Errorf(bridge.CodeUpstream, "upstream %s: count_tokens answered without input_tokens", c.cfg.Name)
 	}
 	return *out.InputTokens, nil

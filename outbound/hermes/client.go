@@ -54,6 +54,7 @@ type Client struct {
 	feats *features // what the server takes, once asked
 
 	outbound.DiscardSignal // whether the server is a bridge (takes X-Replace-From)
+	sender                 outbound.Sender
 }
 
 var (
@@ -63,16 +64,13 @@ var (
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.Name == "" {
 		cfg.Name = wire.Dialect
 	}
-	return &Client{cfg: cfg, root: strings.TrimSuffix(cfg.URL, "/")}
+	c := &Client{cfg: cfg, root: strings.TrimSuffix(cfg.URL, "/")}
+	c.sender = outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError, Note: c.Note}
+	return c
 }
 
 // Name implements bridge.Upstream.
@@ -111,21 +109,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body any, ac
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, outbound.DoError(ctx, c.cfg.Name, err)
-	}
-	c.Note(resp)
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, e
-	}
-	return resp, nil
+	return c.sender.Do(req)
 }
 
 // features are what a server says it takes beyond Hermes' own API.

@@ -5,37 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/outbound/hermes/hermestest"
+	"github.com/bridge-dev/bridge/storage/memory"
 )
-
-type memIDs struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (s *memIDs) PutID(_ context.Context, m bridge.IDMapping) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
-	}
-	s.m[string(m.Kind)+"/"+m.Scope+"/"+m.Local] = m.Remote
-	return nil
-}
-
-func (s *memIDs) RemoteID(_ context.Context, kind bridge.IDKind, scope, local string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[string(kind)+"/"+scope+"/"+local]; ok {
-		return r, nil
-	}
-	return "", bridge.Errorf(bridge.CodeNotFound, "no mapping")
-}
 
 func user(s string) bridge.Message {
 	return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}
@@ -76,7 +52,7 @@ func TestClient(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	srv.Key = "k"
-	ids := &memIDs{}
+	ids := memory.New(nil)
 	c := New(Config{Name: "h", URL: srv.URL, APIKey: "k", IDs: ids})
 	ctx := t.Context()
 
@@ -149,7 +125,7 @@ func TestClient(t *testing.T) {
 func TestClientFailAndAuth(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
-	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("think and fail")}})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +150,7 @@ func TestClientFailAndAuth(t *testing.T) {
 func TestClientStop(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
-	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("slow please")}})
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +231,7 @@ func TestClientResume(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	srv.Resumable, srv.CutAfter = true, 4
-	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +260,7 @@ func TestClientResume(t *testing.T) {
 	plain := hermestest.New()
 	defer plain.Close()
 	plain.CutAfter = 4
-	c = New(Config{URL: plain.URL, IDs: &memIDs{}})
+	c = New(Config{URL: plain.URL, IDs: memory.New(nil)})
 	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +282,7 @@ func TestClientResume(t *testing.T) {
 	plain2 := hermestest.New()
 	defer plain2.Close()
 	plain2.CutAfter = 2
-	c = New(Config{URL: plain2.URL, IDs: &memIDs{}})
+	c = New(Config{URL: plain2.URL, IDs: memory.New(nil)})
 	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("please fail")}})
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +303,7 @@ func TestClientResumeAfterRestart(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	srv.Resumable = true
-	ids := &memIDs{}
+	ids := memory.New(nil)
 	c := New(Config{Name: "h", URL: srv.URL, IDs: ids})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tool and one two three")}})
 	if err != nil {
@@ -386,7 +362,7 @@ func TestClientResumeAfterRestart(t *testing.T) {
 func TestClientSettleAfterRestart(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
-	c := New(Config{Name: "h", URL: srv.URL, IDs: &memIDs{}})
+	c := New(Config{Name: "h", URL: srv.URL, IDs: memory.New(nil)})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("one two three")}})
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +401,7 @@ func TestClientHistory(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	srv.Features = map[string]bool{"conversation_history": true}
-	c := New(Config{URL: srv.URL, IDs: &memIDs{}})
+	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
 	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{
 		user("hi"), {Role: bridge.RoleAssistant, Parts: []bridge.Part{bridge.TextPart("hello")}}, user("more")}})
 	if err != nil {

@@ -5,10 +5,8 @@ package openai
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/openai"
@@ -36,8 +34,9 @@ type Config struct {
 
 // Client calls a Chat Completions upstream. It is safe for concurrent use.
 type Client struct {
-	cfg Config
-	url string
+	cfg    Config
+	url    string
+	sender outbound.Sender
 }
 
 var (
@@ -47,16 +46,12 @@ var (
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.Name == "" {
 		cfg.Name = "openai"
 	}
-	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions"}
+	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions",
+		sender: outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError}}
 }
 
 // Name implements bridge.Upstream.
@@ -77,9 +72,6 @@ const MaxToolCallID = 40
 func (c *Client) MintToolCallID(local string) string {
 	return outbound.BoundToolCallID(local, MaxToolCallID)
 }
-
-// maxErrorBody bounds how much of an upstream error body is read.
-const maxErrorBody = 1 << 20
 
 // Open sends req as a streaming chat completion. It returns an error when the
 // upstream cannot be reached or answers with a non-2xx status (mapped from
@@ -106,35 +98,11 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	resp, err := c.cfg.HTTPClient.Do(hreq)
+	resp, err := c.sender.Do(hreq)
 	if err != nil {
-		err = outbound.DoError(ctx, c.cfg.Name, err)
 		cancel(nil)
 		return nil, err
 	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		cancel(nil)
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, e
-	}
-	idle := c.cfg.Timeouts.Idle
-	rc := outbound.IdleBody(resp.Body, idle, cancel)
-	events := func(yield func(bridge.Event, error) bool) {
-		defer cancel(nil)
-		defer rc.Close()
-		for ev, err := range wire.DecodeStream(rc) {
-			if err != nil {
-				err = outbound.StreamError(ctx, c.cfg.Name, idle, err)
-			}
-			if !yield(ev, err) || err != nil {
-				return
-			}
-		}
-	}
+	events := outbound.Events(ctx, c.cfg.Name, c.cfg.Timeouts.Idle, resp.Body, cancel, wire.DecodeStream)
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
 }

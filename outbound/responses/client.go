@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/responses"
@@ -47,8 +46,9 @@ type Config struct {
 
 // Client calls a Responses upstream. It is safe for concurrent use.
 type Client struct {
-	cfg Config
-	url string
+	cfg    Config
+	url    string
+	sender outbound.Sender
 }
 
 var (
@@ -58,16 +58,12 @@ var (
 
 // New returns a client for cfg.
 func New(cfg Config) *Client {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = outbound.NewHTTPClient(cfg.Timeouts, nil)
-	}
-	if cfg.Timeouts.Idle <= 0 {
-		cfg.Timeouts.Idle = 120 * time.Second
-	}
+	cfg.HTTPClient, cfg.Timeouts = outbound.Defaults(cfg.HTTPClient, cfg.Timeouts)
 	if cfg.Name == "" {
 		cfg.Name = wire.Dialect
 	}
-	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses"}
+	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses",
+		sender: outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError}}
 }
 
 // MaxCallID is the longest call_id the Responses API accepts (a longer one
@@ -88,9 +84,6 @@ func (c *Client) Name() string { return c.cfg.Name }
 
 // Dialect implements bridge.Upstream.
 func (c *Client) Dialect() string { return wire.Dialect }
-
-// maxErrorBody bounds how much of an upstream error body is read.
-const maxErrorBody = 1 << 20
 
 // chain is what the client keeps of a session's last stored upstream
 // response: its id, how many of the request's messages it covered, and
@@ -124,30 +117,28 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if err != nil {
 		return nil, err
 	}
-	idle := c.cfg.Timeouts.Idle
-	rc := outbound.IdleBody(resp.Body, idle, cancel)
 	runID := bridge.RunIDFromContext(ctx)
-	events := func(yield func(bridge.Event, error) bool) {
-		defer cancel(nil)
-		defer rc.Close()
-		var upstreamID string
-		for ev, err := range wire.DecodeStream(rc) {
-			if err != nil {
-				err = outbound.StreamError(callCtx, c.cfg.Name, idle, err)
-			}
-			switch {
-			case err != nil:
-			case ev.Kind == bridge.KindMessageStarted && ev.ResponseID != "":
-				upstreamID = ev.ResponseID
-				c.put(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: runID, Remote: upstreamID})
-			case ev.Kind == bridge.KindFinal:
-				c.record(ctx, req, upstreamID)
-			}
-			if !yield(ev, err) || err != nil {
-				return
+	// Record the upstream's response id of the run, and the session's
+	// chain once the response is final.
+	record := func(r io.Reader) bridge.Stream {
+		return func(yield func(bridge.Event, error) bool) {
+			var upstreamID string
+			for ev, err := range wire.DecodeStream(r) {
+				switch {
+				case err != nil:
+				case ev.Kind == bridge.KindMessageStarted && ev.ResponseID != "":
+					upstreamID = ev.ResponseID
+					c.put(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: runID, Remote: upstreamID})
+				case ev.Kind == bridge.KindFinal:
+					c.record(ctx, req, upstreamID)
+				}
+				if !yield(ev, err) || err != nil {
+					return
+				}
 			}
 		}
 	}
+	events := outbound.Events(callCtx, c.cfg.Name, c.cfg.Timeouts.Idle, resp.Body, cancel, record)
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
 }
 
@@ -169,21 +160,10 @@ func (c *Client) send(ctx context.Context, req *bridge.Request, opt wire.EncodeO
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	resp, err := c.cfg.HTTPClient.Do(hreq)
+	resp, err := c.sender.Do(hreq)
 	if err != nil {
-		err = outbound.DoError(ctx, c.cfg.Name, err)
 		cancel(nil)
 		return nil, nil, nil, nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		cancel(nil)
-		e := wire.DecodeError(resp.StatusCode, b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			e.RetryAfter = outbound.ParseRetryAfter(ra, time.Now())
-		}
-		return nil, nil, nil, nil, e
 	}
 	return resp, dropped, ctx, cancel, nil
 }

@@ -1,14 +1,13 @@
 package anthropictest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/bridge-dev/bridge/outbound/internal/fakesse"
 )
 
 // Reply is one scripted answer.
@@ -41,17 +40,11 @@ type Server struct {
 	// Count answers count_tokens requests; nil answers {"input_tokens":42}.
 	Count func(body []byte) Reply
 
-	mu        sync.Mutex
-	requests  []Request
-	counts    []Request
-	cancelled int
+	log, counts fakesse.Log
 }
 
 // Request is what the server received.
-type Request struct {
-	Header http.Header
-	Body   []byte
-}
+type Request = fakesse.Request
 
 // New starts a server on 127.0.0.1; the caller closes it (t.Cleanup(s.Close)).
 func New(reply func(n int, body []byte) Reply) *Server {
@@ -61,35 +54,19 @@ func New(reply func(n int, body []byte) Reply) *Server {
 }
 
 // Requests returns the Messages requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.log.Requests() }
 
 // CountRequests returns the count_tokens requests received so far.
-func (s *Server) CountRequests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.counts...)
-}
+func (s *Server) CountRequests() []Request { return s.counts.Requests() }
 
 // Cancelled counts the replies cut short because the request's context was
 // done (the bridge went away).
-func (s *Server) Cancelled() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cancelled
-}
+func (s *Server) Cancelled() int { return s.log.Cancelled() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	req := Request{Header: r.Header.Clone(), Body: body}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		s.mu.Lock()
-		s.counts = append(s.counts, req)
-		s.mu.Unlock()
+		_, body := s.counts.Add(r)
 		rep := Reply{Status: http.StatusOK, Body: `{"input_tokens":42}`}
 		if s.Count != nil {
 			rep = s.Count(body)
@@ -108,52 +85,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, ErrorBody("not_found_error", "Not found"))
 		return
 	}
-	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
+	n, body := s.log.Add(r)
 	rep := s.Reply(n, body)
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
+	header := rep.Header.Clone()
+	if header == nil {
+		header = http.Header{}
 	}
-	w.Header().Set("request-id", fmt.Sprintf("req_test_%d", n))
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		_, _ = io.WriteString(w, rep.Body)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl := w.(http.Flusher)
-	fl.Flush()
+	header.Set("request-id", fmt.Sprintf("req_test_%d", n))
+	frames := make([]string, len(rep.Events))
 	for i, ev := range rep.Events {
-		if rep.CutAfter > 0 && i == rep.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection mid-stream
-		}
-		if rep.Delay > 0 {
-			select {
-			case <-time.After(rep.Delay):
-			case <-r.Context().Done():
-				s.sawCancel()
-				return
-			}
-		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Name, ev.Data); err != nil {
-			s.sawCancel()
-			return
-		}
-		fl.Flush()
+		frames[i] = "event: " + ev.Name + "\ndata: " + ev.Data + "\n\n"
 	}
-}
-
-func (s *Server) sawCancel() {
-	s.mu.Lock()
-	s.cancelled++
-	s.mu.Unlock()
+	s.log.Write(w, r, fakesse.Reply{Status: rep.Status, Body: rep.Body, Header: header, Frames: frames,
+		Delay: rep.Delay, CutAfter: rep.CutAfter})
 }
 
 // ErrorBody is an Anthropic error object.
@@ -161,7 +105,7 @@ func ErrorBody(typ, msg string) string {
 	return fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%s},"request_id":"req_test"}`, typ, q(msg))
 }
 
-func q(s string) string { b, _ := json.Marshal(s); return string(b) }
+var q = fakesse.Quote
 
 // Events builds a Messages stream as the real API sends it: message_start,
 // blocks with their deltas, message_delta, message_stop. Block indices are
@@ -267,12 +211,4 @@ func (e *Events) Raw(name, data string) *Events { return e.add(name, data) }
 func (e *Events) List() []Event { return e.out }
 
 // Words splits text into word pieces that concatenate back to it.
-func Words(text string) []string {
-	var out []string
-	for i, w := range strings.SplitAfter(text, " ") {
-		if w != "" || i == 0 {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+func Words(text string) []string { return fakesse.Words(text) }

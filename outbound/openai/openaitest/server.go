@@ -5,14 +5,12 @@
 package openaitest
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/bridge-dev/bridge/outbound/internal/fakesse"
 )
 
 // Reply is one scripted answer.
@@ -45,15 +43,11 @@ type Server struct {
 	// Reply picks the answer to the n-th request (from 0).
 	Reply func(n int, body []byte) Reply
 
-	mu       sync.Mutex
-	requests []Request
+	log fakesse.Log
 }
 
 // Request is what the server received.
-type Request struct {
-	Header http.Header
-	Body   []byte
-}
+type Request = fakesse.Request
 
 // New starts a server; the caller closes it (t.Cleanup(s.Close)).
 func New(reply func(n int, body []byte) Reply) *Server {
@@ -66,69 +60,24 @@ func New(reply func(n int, body []byte) Reply) *Server {
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
 // Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.log.Requests() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`, http.StatusNotFound)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
-	rep := s.Reply(n, body)
-	if rep.HeaderDelay > 0 {
-		select {
-		case <-time.After(rep.HeaderDelay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-	for k, v := range rep.Header {
-		w.Header()[k] = v
-	}
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		_, _ = io.WriteString(w, rep.Body)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl := w.(http.Flusher)
-	fl.Flush()
+	rep := s.Reply(s.log.Add(r))
+	frames := make([]string, len(rep.Chunks))
 	for i, c := range rep.Chunks {
-		if rep.CutAfter > 0 && i == rep.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection mid-stream
-		}
-		if rep.StallAfter > 0 && i == rep.StallAfter {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(10 * time.Second):
-			}
-			return
-		}
-		if rep.Delay > 0 {
-			select {
-			case <-time.After(rep.Delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", c); err != nil {
-			return
-		}
-		fl.Flush()
+		frames[i] = "data: " + c + "\n\n"
 	}
-	if !rep.NoDone {
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	after := "data: [DONE]\n\n"
+	if rep.NoDone {
+		after = ""
 	}
+	s.log.Write(w, r, fakesse.Reply{Status: rep.Status, Body: rep.Body, Header: rep.Header, Frames: frames, After: after,
+		Delay: rep.Delay, HeaderDelay: rep.HeaderDelay, CutAfter: rep.CutAfter, StallAfter: rep.StallAfter})
 }
 
 // Chunks builds chat.completion.chunk payloads as OpenAI sends them.
@@ -146,7 +95,7 @@ func (c *Chunks) add(choice string, usage string) *Chunks {
 	return c
 }
 
-func q(s string) string { b, _ := json.Marshal(s); return string(b) }
+var q = fakesse.Quote
 
 // Role adds the first chunk: role assistant, empty content.
 func (c *Chunks) Role() *Chunks {
@@ -209,12 +158,4 @@ func ErrorBody(typ, msg, code string) string {
 }
 
 // Words splits text into word pieces that concatenate back to it.
-func Words(text string) []string {
-	var out []string
-	for i, w := range strings.SplitAfter(text, " ") {
-		if w != "" || i == 0 {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+func Words(text string) []string { return fakesse.Words(text) }

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/bridge-dev/bridge/outbound/internal/fakesse"
+	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
 // Reply is one scripted answer.
@@ -43,16 +45,11 @@ type Server struct {
 	// Reply picks the answer to the n-th request (from 0).
 	Reply func(n int, body []byte) Reply
 
-	mu        sync.Mutex
-	requests  []Request
-	cancelled int
+	log fakesse.Log
 }
 
 // Request is what the server received.
-type Request struct {
-	Header http.Header
-	Body   []byte
-}
+type Request = fakesse.Request
 
 // New starts a server; the caller closes it (t.Cleanup(s.Close)).
 func New(reply func(n int, body []byte) Reply) *Server {
@@ -65,25 +62,11 @@ func New(reply func(n int, body []byte) Reply) *Server {
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
 // Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.log.Requests() }
 
 // Cancelled counts the requests whose context was done (the client went
 // away) before their reply was complete.
-func (s *Server) Cancelled() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cancelled
-}
-
-func (s *Server) sawCancel() {
-	s.mu.Lock()
-	s.cancelled++
-	s.mu.Unlock()
-}
+func (s *Server) Cancelled() int { return s.log.Cancelled() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
@@ -92,83 +75,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, ErrorBody("invalid_request_error", "not found", ""))
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
-	rep := s.Reply(n, body)
-	wait := func(d time.Duration) bool {
-		select {
-		case <-time.After(d):
-			return true
-		case <-r.Context().Done():
-			s.sawCancel()
-			return false
-		}
-	}
-	if rep.HeaderDelay > 0 && !wait(rep.HeaderDelay) {
-		return
-	}
-	for k, v := range rep.Header {
-		w.Header()[k] = v
-	}
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		_, _ = io.WriteString(w, rep.Body)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl := w.(http.Flusher)
-	fl.Flush()
+	rep := s.Reply(s.log.Add(r))
+	frames := make([]string, len(rep.Events))
 	for i, ev := range rep.Events {
-		if rep.CutAfter > 0 && i == rep.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection mid-stream
-		}
-		if rep.StallAfter > 0 && i == rep.StallAfter {
-			select {
-			case <-r.Context().Done():
-				s.sawCancel()
-			case <-time.After(10 * time.Second):
-			}
-			return
-		}
-		if rep.Delay > 0 && !wait(rep.Delay) {
-			return
-		}
 		var t struct {
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal([]byte(ev), &t)
-		var err error
-		if rep.NoEventLines || t.Type == "" {
-			_, err = fmt.Fprintf(w, "data: %s\n\n", ev)
-		} else {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", t.Type, ev)
+		frames[i] = "data: " + ev + "\n\n"
+		if !rep.NoEventLines && t.Type != "" {
+			frames[i] = "event: " + t.Type + "\n" + frames[i]
 		}
-		if err != nil {
-			s.sawCancel()
-			return
-		}
-		fl.Flush()
 	}
+	var after string
 	if rep.Done {
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		after = "data: [DONE]\n\n"
 	}
+	s.log.Write(w, r, fakesse.Reply{Status: rep.Status, Body: rep.Body, Header: rep.Header, Frames: frames, After: after,
+		Delay: rep.Delay, HeaderDelay: rep.HeaderDelay, CutAfter: rep.CutAfter, StallAfter: rep.StallAfter})
 }
 
-// ErrorBody is an OpenAI error object.
-func ErrorBody(typ, msg, code string) string {
-	cv := "null"
-	if code != "" {
-		cv = q(code)
-	}
-	return fmt.Sprintf(`{"error":{"message":%s,"type":%q,"param":null,"code":%s}}`, q(msg), typ, cv)
-}
+// ErrorBody is an OpenAI error object (the Responses API's is Chat
+// Completions').
+func ErrorBody(typ, msg, code string) string { return openaitest.ErrorBody(typ, msg, code) }
 
-func q(s string) string { b, _ := json.Marshal(s); return string(b) }
+var q = fakesse.Quote
 
 // Events builds a response's typed events as OpenAI streams them:
 // sequence numbers from 0, items numbered by output_index, ids of the
