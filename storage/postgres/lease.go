@@ -33,7 +33,7 @@ func (s *Store) Owner() string { return s.owner }
 
 // RenewLeases implements bridge.Leaser.
 func (s *Store) RenewLeases(ctx context.Context, runs []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_until = `+dbNow+` + $1
+	rows, err := s.db().Query(ctx, `UPDATE runs SET lease_until = `+dbNow+` + $1
 		WHERE id = ANY($2) AND owner = $3 AND status = 'running' RETURNING id`, s.lease.Nanoseconds(), runs, s.owner)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
@@ -53,7 +53,7 @@ func (s *Store) RenewLeases(ctx context.Context, runs []string) ([]string, error
 	if len(maybe) == 0 {
 		return nil, nil
 	}
-	rows, err = s.pool.Query(ctx, `SELECT id FROM runs WHERE id = ANY($1) AND owner <> $2 AND status = 'running'`, maybe, s.owner)
+	rows, err = s.db().Query(ctx, `SELECT id FROM runs WHERE id = ANY($1) AND owner <> $2 AND status = 'running'`, maybe, s.owner)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) RenewLeases(ctx context.Context, runs []string) ([]string, error
 // TakeExpired implements bridge.Leaser: one UPDATE with SKIP LOCKED, so
 // replicas that look at once each take different runs.
 func (s *Store) TakeExpired(ctx context.Context) ([]*bridge.Run, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET owner = $1, lease_until = `+dbNow+` + $2
+	rows, err := s.db().Query(ctx, `UPDATE runs SET owner = $1, lease_until = `+dbNow+` + $2
 		WHERE id IN (SELECT id FROM runs WHERE status = 'running' AND lease_until < `+dbNow+`
 			ORDER BY created, ord FOR UPDATE SKIP LOCKED)
 		RETURNING id`, s.owner, s.lease.Nanoseconds())
@@ -113,7 +113,7 @@ func answerKey(id int64) string      { return "!ans:" + strconv.FormatInt(id, 10
 func (s *Store) Relay(ctx context.Context, cmd bridge.Command) (*bridge.Answer, error) {
 	var owner string
 	var live bool
-	err := s.pool.QueryRow(ctx, `SELECT owner, lease_until > `+dbNow+` FROM runs WHERE id = $1`, cmd.Run).Scan(&owner, &live)
+	err := s.db().QueryRow(ctx, `SELECT owner, lease_until > `+dbNow+` FROM runs WHERE id = $1`, cmd.Run).Scan(&owner, &live)
 	if err == pgx.ErrNoRows {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "run %q not found", cmd.Run)
 	}
@@ -140,14 +140,14 @@ func (s *Store) Relay(ctx context.Context, cmd bridge.Command) (*bridge.Answer, 
 	if err != nil {
 		return nil, fmt.Errorf("relay %s: %w", cmd.Kind, err)
 	}
-	defer s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM run_commands WHERE id = $1`, id)
+	defer s.db().Exec(context.WithoutCancel(ctx), `DELETE FROM run_commands WHERE id = $1`, id)
 	wake, stop := s.WatchRun(answerKey(id))
 	defer stop()
 	poll := time.NewTicker(commandPoll)
 	defer poll.Stop()
 	for {
 		var answer *string
-		if err := s.pool.QueryRow(ctx, `SELECT answer FROM run_commands WHERE id = $1`, id).Scan(&answer); err != nil {
+		if err := s.db().QueryRow(ctx, `SELECT answer FROM run_commands WHERE id = $1`, id).Scan(&answer); err != nil {
 			if ctx.Err() != nil {
 				break
 			}
@@ -180,7 +180,7 @@ func (s *Store) ServeRelay(ctx context.Context, handle func(context.Context, bri
 	poll := time.NewTicker(commandPoll)
 	defer poll.Stop()
 	for ctx.Err() == nil {
-		rows, err := s.pool.Query(ctx, `UPDATE run_commands SET taken = true
+		rows, err := s.db().Query(ctx, `UPDATE run_commands SET taken = true
 			WHERE owner = $1 AND NOT taken RETURNING id, body`, s.owner)
 		var taken []struct {
 			id   int64

@@ -40,6 +40,10 @@ type Options struct {
 	// MaxConns caps the connection pool (default: pgxpool's, the larger
 	// of 4 and the number of CPUs).
 	MaxConns int32
+	// OpTimeout bounds each call to the database (default 5s): a replica
+	// the database does not answer fails the call with CodeUnavailable
+	// rather than holding its client.
+	OpTimeout time.Duration
 	// Lease is how long a run this process creates or takes over stays
 	// leased to it unless the engine renews the lease (default 10s): a
 	// replica that dies leaves its runs to the others after that long.
@@ -56,6 +60,10 @@ type Store struct {
 	// owner names this process in the leases it holds (random per Open).
 	owner string
 	lease time.Duration
+	// opTimeout and reach: reach.go.
+	opTimeout time.Duration
+	reach     reach
+	closed    chan struct{} // closed by Close
 }
 
 // IsURL reports whether db names a PostgreSQL database (a postgres:// or
@@ -77,11 +85,15 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 { // a connection the network drops fails, not waits
+		cfg.ConnConfig.ConnectTimeout = cmp.Or(opt.OpTimeout, defaultOpTimeout)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s", redact(err))
 	}
-	s := &Store{pool: pool, now: opt.Now, owner: bridge.NewID("replica_"), lease: cmp.Or(opt.Lease, defaultLease)}
+	s := &Store{pool: pool, now: opt.Now, owner: bridge.NewID("replica_"), lease: cmp.Or(opt.Lease, defaultLease),
+		opTimeout: cmp.Or(opt.OpTimeout, defaultOpTimeout), closed: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -100,6 +112,7 @@ func redact(err error) string {
 
 // Close stops the listener, if any, and closes the pool.
 func (s *Store) Close() error {
+	close(s.closed)
 	s.closeWatch()
 	s.pool.Close()
 	return nil
@@ -197,12 +210,12 @@ const (
 
 // write runs fn in a transaction and commits it when fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	return s.db().tx(ctx, pgx.TxOptions{}, fn)
 }
 
 // read runs fn in a read-only transaction, so its queries see one snapshot.
 func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
+	return s.db().tx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
 }
 
 // CreateSession inserts sess; CodeConflict if its id exists.
@@ -250,7 +263,7 @@ func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error)
 		created, updated int64
 		state            *string
 	)
-	err := s.pool.QueryRow(ctx, `SELECT principal, created, updated, state FROM sessions WHERE id = $1`, id).
+	err := s.db().QueryRow(ctx, `SELECT principal, created, updated, state FROM sessions WHERE id = $1`, id).
 		Scan(&sess.Principal, &created, &updated, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
@@ -267,7 +280,7 @@ func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error)
 
 // UpdateSession writes sess.Updated and sess.State.
 func (s *Store) UpdateSession(ctx context.Context, sess *bridge.Session) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET updated = $1, state = $2 WHERE id = $3`,
+	tag, err := s.db().Exec(ctx, `UPDATE sessions SET updated = $1, state = $2 WHERE id = $3`,
 		unixNano(sess.Updated), nullText(sess.State), sess.ID)
 	if err != nil {
 		return fmt.Errorf("update session id=%s: %w", sess.ID, err)
@@ -390,7 +403,7 @@ func scanRun(row pgx.Row) (*bridge.Run, error) {
 }
 
 func (s *Store) Run(ctx context.Context, id string) (*bridge.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runSelect+` FROM runs WHERE id = $1`, id))
+	r, err := scanRun(s.db().QueryRow(ctx, `SELECT `+runSelect+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "run %q not found", id)
 	}
@@ -406,7 +419,7 @@ func (s *Store) RunByClientID(ctx context.Context, principal, clientRunID string
 	if clientRunID == "" {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "run with empty client run id not found")
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runSelect+` FROM runs
+	r, err := scanRun(s.db().QueryRow(ctx, `SELECT `+runSelect+` FROM runs
 		WHERE principal = $1 AND client_run_id = $2 AND client_run_id <> ''
 		ORDER BY created DESC, ord DESC LIMIT 1`, principal, clientRunID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -464,7 +477,7 @@ func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run
 		args = append(args, f.Limit)
 		q += fmt.Sprintf(` LIMIT $%d`, len(args))
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.db().Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -651,7 +664,7 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, payload, time FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+	rows, err := s.db().Query(ctx, `SELECT seq, payload, time FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 		run, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
@@ -732,7 +745,7 @@ func (s *Store) messages(ctx context.Context, query, session string, before int6
 	if limit > 0 {
 		fetch = int64(limit) + 1 // one more tells whether older ones exist
 	}
-	rows, err := s.pool.Query(ctx, query, session, before, fetch)
+	rows, err := s.db().Query(ctx, query, session, before, fetch)
 	if err != nil {
 		return nil, false, fmt.Errorf("messages session=%s: %w", session, err)
 	}
@@ -751,7 +764,7 @@ func (s *Store) messages(ctx context.Context, query, session string, before int6
 
 // RunMessages returns the messages of run, oldest first.
 func (s *Store) RunMessages(ctx context.Context, run string) ([]bridge.Message, error) {
-	rows, err := s.pool.Query(ctx, `SELECT position, run_id, created, payload FROM messages
+	rows, err := s.db().Query(ctx, `SELECT position, run_id, created, payload FROM messages
 		WHERE run_id = $1 ORDER BY position`, run)
 	if err != nil {
 		return nil, fmt.Errorf("run messages run=%s: %w", run, err)
@@ -824,7 +837,7 @@ func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]stri
 
 // PutID records a mapping; an existing (kind, scope, local) is replaced.
 func (s *Store) PutID(ctx context.Context, m bridge.IDMapping) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO id_map (kind, scope, local, remote) VALUES ($1, $2, $3, $4)
+	_, err := s.db().Exec(ctx, `INSERT INTO id_map (kind, scope, local, remote) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, scope, local) DO UPDATE SET remote = excluded.remote`,
 		string(m.Kind), m.Scope, m.Local, m.Remote)
 	if err != nil {
@@ -843,7 +856,7 @@ func (s *Store) LocalID(ctx context.Context, kind bridge.IDKind, scope, remote s
 
 func (s *Store) lookupID(ctx context.Context, q string, kind bridge.IDKind, scope, id string) (string, error) {
 	var out string
-	err := s.pool.QueryRow(ctx, q, string(kind), scope, id).Scan(&out)
+	err := s.db().QueryRow(ctx, q, string(kind), scope, id).Scan(&out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", bridge.Errorf(bridge.CodeNotFound, "no %s id mapped for %q in %s", kind, id, scope)
 	}

@@ -36,7 +36,7 @@ func (s *Store) PutResponse(ctx context.Context, r *bridge.StoredResponse) error
 	if r.ID == "" {
 		return bridge.Errorf(bridge.CodeInvalid, "put response: empty id")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO responses (`+responseColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+	_, err := s.db().Exec(ctx, `INSERT INTO responses (`+responseColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		r.Principal, r.ID, r.RunID, r.SessionID, r.After, r.Previous, unixNano(r.Created), r.Model, r.Background,
 		nullJSON(r.Echo), nullJSON(r.Input), nullJSON(r.Output), r.End, r.Deleted)
 	if pgCode(err) == uniqueViolation {
@@ -62,7 +62,7 @@ func scanResponse(row pgx.Row) (*bridge.StoredResponse, error) {
 }
 
 func (s *Store) Response(ctx context.Context, principal, id string) (*bridge.StoredResponse, error) {
-	r, err := scanResponse(s.pool.QueryRow(ctx, `SELECT `+responseColumns+` FROM responses WHERE principal = $1 AND id = $2`, principal, id))
+	r, err := scanResponse(s.db().QueryRow(ctx, `SELECT `+responseColumns+` FROM responses WHERE principal = $1 AND id = $2`, principal, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "no stored response %q", id)
 	}
@@ -73,7 +73,7 @@ func (s *Store) Response(ctx context.Context, principal, id string) (*bridge.Sto
 }
 
 func (s *Store) RunResponses(ctx context.Context, principal, run string) ([]*bridge.StoredResponse, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+responseColumns+` FROM responses WHERE run_id = $1 AND principal = $2
+	rows, err := s.db().Query(ctx, `SELECT `+responseColumns+` FROM responses WHERE run_id = $1 AND principal = $2
 		ORDER BY after_seq, id`, run, principal)
 	if err != nil {
 		return nil, fmt.Errorf("responses of run=%s: %w", run, err)
@@ -96,7 +96,7 @@ func (s *Store) RunResponses(ctx context.Context, principal, run string) ([]*bri
 // updateResponse runs an UPDATE of principal's response id ($1, $2);
 // CodeNotFound when it changes no row.
 func (s *Store) updateResponse(ctx context.Context, what, principal, id, set string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE responses SET `+set+` WHERE principal = $1 AND id = $2`, append([]any{principal, id}, args...)...)
+	tag, err := s.db().Exec(ctx, `UPDATE responses SET `+set+` WHERE principal = $1 AND id = $2`, append([]any{principal, id}, args...)...)
 	if err != nil {
 		return fmt.Errorf("%s id=%s: %w", what, id, err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) DeleteResponse(ctx context.Context, principal, id string) error 
 }
 
 func (s *Store) EndResponses(ctx context.Context, principal, session string, end int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE responses SET end_pos = $1 WHERE session_id = $2 AND end_pos = 0 AND principal = $3`,
+	_, err := s.db().Exec(ctx, `UPDATE responses SET end_pos = $1 WHERE session_id = $2 AND end_pos = 0 AND principal = $3`,
 		end, session, principal)
 	if err != nil {
 		return fmt.Errorf("end responses of session=%s: %w", session, err)
