@@ -10,11 +10,18 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
+// IDStore is the part of the store a client keeps its id maps in: what
+// it recorded of a run or a session, the upstream's id of a local one
+// (bridge.Store has it).
+type IDStore interface {
+	PutID(ctx context.Context, m bridge.IDMapping) error
+	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+}
+
 // IDMap is the part of the store a Fallback uses to carry tool-call ids
 // from the primary's id space into a fallback's (bridge.Store has it).
 type IDMap interface {
-	PutID(ctx context.Context, m bridge.IDMapping) error
-	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
+	IDStore
 	LocalID(ctx context.Context, kind bridge.IDKind, scope, remote string) (string, error)
 }
 

@@ -30,6 +30,17 @@ func NewEngine(t testing.TB, store bridge.Store, up bridge.Upstream) *bridge.Eng
 	return e
 }
 
+// Run starts req on e and reads the run's events to the end (Drain); an
+// error starting it fails t.
+func Run(t testing.TB, e *bridge.Engine, req *bridge.Request) []bridge.Event {
+	t.Helper()
+	run, err := e.Start(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Drain(t, e, run)
+}
+
 // Drain reads run's events after its last seq when it was started, to the
 // end; an error in the stream fails t.
 func Drain(t testing.TB, e *bridge.Engine, run *bridge.Run) []bridge.Event {
@@ -46,4 +57,17 @@ func Drain(t testing.TB, e *bridge.Engine, run *bridge.Run) []bridge.Event {
 		out = append(out, ev)
 	}
 	return out
+}
+
+// Collect reads events to their end or their first error: the events
+// before it and the error.
+func Collect(events bridge.Stream) ([]bridge.Event, error) {
+	var out []bridge.Event
+	for ev, err := range events {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }

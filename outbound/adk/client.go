@@ -15,12 +15,8 @@ import (
 	"github.com/bridge-dev/bridge/outbound"
 )
 
-// IDStore is the part of the bridge's store the client keeps its id maps
-// in (a bridge.Store is one).
-type IDStore interface {
-	PutID(ctx context.Context, m bridge.IDMapping) error
-	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
-}
+// IDStore is the part of the store the client keeps its id maps in.
+type IDStore = outbound.IDStore
 
 // Config configures a Client.
 type Config struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	wire "github.com/bridge-dev/bridge/mapping/anthropic"
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
@@ -24,18 +25,6 @@ func textReply(words ...string) anthropictest.Reply {
 
 // hi is a transcript of one user message.
 var hi = []bridge.Message{{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("hi")}}}
-
-func collect(t *testing.T, call *bridge.Call) ([]bridge.Event, error) {
-	t.Helper()
-	var out []bridge.Event
-	for ev, err := range call.Events {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
-}
 
 // TestOpenSendsMessagesRequest: the request goes to {base}/v1/messages as a
 // stream with x-api-key and anthropic-version; the system is lifted out,
@@ -56,7 +45,7 @@ func TestOpenSendsMessagesRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := collect(t, call)
+	events, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +149,7 @@ func TestOpenMidStreamError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := collect(t, call)
+	events, err := bridgetest.Collect(call.Events)
 	if bridge.ErrorCode(err) != bridge.CodeUnavailable || len(events) == 0 || events[len(events)-1].Text != "par" {
 		t.Errorf("events %v, err %v", events, err)
 	}
@@ -265,7 +254,7 @@ func TestOpenIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = collect(t, call)
+	_, err = bridgetest.Collect(call.Events)
 	if bridge.ErrorCode(err) != bridge.CodeTimeout || time.Since(start) > time.Second {
 		t.Errorf("err %v after %v", err, time.Since(start))
 	}

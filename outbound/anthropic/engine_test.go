@@ -109,11 +109,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: odd, Name: "f", Arguments: "{}"}}},
 		{Role: bridge.RoleTool, ToolCallID: odd, Parts: []bridge.Part{bridge.TextPart("r")}},
 	}}
-	run, err := e.Start(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridgetest.Drain(t, e, run)
+	bridgetest.Run(t, e, req)
 	msgs := upstreamMessages(t, srv.Requests()[0].Body)
 	minted := c.MintToolCallID(odd)
 	use := msgs[1].(map[string]any)["content"].([]any)[0].(map[string]any)

@@ -18,10 +18,7 @@ import (
 )
 
 // IDs is the part of the store the client keeps its id maps in.
-type IDs interface {
-	PutID(ctx context.Context, m bridge.IDMapping) error
-	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
-}
+type IDs = outbound.IDStore
 
 // Config configures a Client.
 type Config struct {

@@ -9,24 +9,13 @@ import (
 	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/outbound/hermes/hermestest"
 	"github.com/bridge-dev/bridge/storage/memory"
 )
 
 func user(s string) bridge.Message {
 	return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}
-}
-
-func collect(t *testing.T, call *bridge.Call) ([]bridge.Event, error) {
-	t.Helper()
-	var evs []bridge.Event
-	for ev, err := range call.Events {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
 }
 
 func text(evs []bridge.Event) string {
@@ -62,7 +51,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := collect(t, call)
+	evs, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +84,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if evs, err = collect(t, call); err != nil || text(evs) != "you said: again" {
+	if evs, err = bridgetest.Collect(call.Events); err != nil || text(evs) != "you said: again" {
 		t.Fatalf("%q %v", text(evs), err)
 	}
 	chats, _, _ := srv.Snapshot()
@@ -110,7 +99,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = collect(t, call); err != nil {
+	if _, err = bridgetest.Collect(call.Events); err != nil {
 		t.Fatal(err)
 	}
 	chats, _, _ = srv.Snapshot()
@@ -130,7 +119,7 @@ func TestClientFailAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := collect(t, call)
+	evs, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +225,7 @@ func TestClientResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := collect(t, call)
+	evs, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +254,7 @@ func TestClientResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if evs, err = collect(t, call); err != nil {
+	if evs, err = bridgetest.Collect(call.Events); err != nil {
 		t.Fatal(err)
 	}
 	if got := text(evs); got != "you said: tell me one two three four" {
@@ -287,7 +276,7 @@ func TestClientResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if evs, err = collect(t, call); err != nil {
+	if evs, err = bridgetest.Collect(call.Events); err != nil {
 		t.Fatal(err)
 	}
 	if f := final(evs); f == nil || f.Status != bridge.StatusFailed {
@@ -330,7 +319,7 @@ func TestClientResumeAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest, err := collect(t, call)
+	rest, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +370,7 @@ func TestClientSettleAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest, err := collect(t, call)
+	rest, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +396,7 @@ func TestClientHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collect(t, call); err != nil {
+	if _, err := bridgetest.Collect(call.Events); err != nil {
 		t.Fatal(err)
 	}
 	chats, _, _ := srv.Snapshot()

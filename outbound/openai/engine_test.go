@@ -50,11 +50,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: long, Name: "f", Arguments: "{}"}}},
 		{Role: bridge.RoleTool, ToolCallID: long, Parts: []bridge.Part{bridge.TextPart("r")}},
 	}}
-	run, err := e.Start(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridgetest.Drain(t, e, run)
+	bridgetest.Run(t, e, req)
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests", len(reqs))

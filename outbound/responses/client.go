@@ -13,11 +13,8 @@ import (
 	"github.com/bridge-dev/bridge/outbound"
 )
 
-// IDStore is the part of bridge.Store the client records ids in.
-type IDStore interface {
-	PutID(ctx context.Context, m bridge.IDMapping) error
-	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
-}
+// IDStore is the part of the store the client keeps its id maps in.
+type IDStore = outbound.IDStore
 
 // Config configures a Client.
 type Config struct {

@@ -27,18 +27,6 @@ func userRequest(session string, texts ...string) *bridge.Request {
 	return req
 }
 
-func collect(t *testing.T, call *bridge.Call) ([]bridge.Event, error) {
-	t.Helper()
-	var evs []bridge.Event
-	for ev, err := range call.Events {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
-}
-
 func body(t *testing.T, b []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
@@ -60,7 +48,7 @@ func TestOpenStreamsEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := collect(t, call)
+	evs, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +106,7 @@ func TestOpenErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = collect(t, call)
+	_, err = bridgetest.Collect(call.Events)
 	if !errors.As(err, &be) || be.Code != bridge.CodeUpstream || be.Message != "The model crashed." {
 		t.Fatalf("stream error %#v", err)
 	}
@@ -136,7 +124,7 @@ func TestIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = collect(t, call)
+	_, err = bridgetest.Collect(call.Events)
 	if bridge.ErrorCode(err) != bridge.CodeTimeout || !strings.Contains(err.Error(), "idle") {
 		t.Fatalf("error %v, want an idle timeout", err)
 	}
@@ -168,7 +156,7 @@ func TestStateful(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := collect(t, call); err != nil {
+		if _, err := bridgetest.Collect(call.Events); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,11 +264,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 		bridge.Message{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: long, Name: "f", Arguments: "{}"}, {ID: short, Name: "g", Arguments: "{}", Index: 1}}},
 		bridge.Message{Role: bridge.RoleTool, ToolCallID: long, Parts: []bridge.Part{bridge.TextPart("r1")}},
 		bridge.Message{Role: bridge.RoleTool, ToolCallID: short, Parts: []bridge.Part{bridge.TextPart("r2")}})
-	run, err := e.Start(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridgetest.Drain(t, e, run)
+	bridgetest.Run(t, e, req)
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests", len(reqs))
