@@ -33,8 +33,9 @@
 //     whatever is queued on Engine.queue (up to MaxBatch pendings, or up to
 //     a run's first visible event, which ends the batch), commits it in one
 //     Store.Commit, then for each run in the batch appends the committed
-//     events to liveRun.events and wakes that run's followers (publish).
-//     Nothing reaches a subscriber before the commit returned.
+//     events to the run's window (liveRun.blocks: its newest LiveEvents
+//     events, a block more at most) and wakes that run's followers
+//     (publish). Nothing reaches a subscriber before the commit returned.
 //   - The pump (one per running run, started by Start or Resume) opens the
 //     upstream call, decodes its events and emits them: emit assigns the
 //     next seq and queues the event for the writer. The pump owns the
@@ -44,10 +45,13 @@
 //     and ends the run with finish, which queues the final event with the
 //     run's row and transcript messages and waits for their commit.
 //   - Subscribers (one per client stream, in the caller's goroutine) read
-//     liveRun.events, which is only ever appended to, so they read a live
-//     run's committed events without a copy; a finished run's events come
-//     from the Store a page at a time. The seam between replay and live is
-//     decided under liveRun.mu, so it has no gap and no duplicate.
+//     a live run's window a block at a time: a block is only ever appended
+//     to, and dropped whole, so they read it without a copy and hold at
+//     most one. A subscriber behind the window, and any reader of a
+//     finished run, reads the Store a page at a time (everything the
+//     window dropped is committed). Each read goes on from the seq last
+//     yielded, so the seams between store and window have no gap and no
+//     duplicate. History folds a running run's turn from the Store too.
 //   - Session channels (one per subscribed client, in its request's
 //     goroutine) take WatchSession's channel, list the session's runs
 //     (SessionRuns) and Subscribe to each in turn. Start closes the
@@ -70,7 +74,7 @@
 // session watches and closing; it is held only for map operations, never while another lock is
 // taken. liveRun.emitMu orders seq assignment with queueing, so the writer
 // receives a run's events in seq order whoever emits them (the pump or a
-// steer); liveRun.mu guards the run's snapshot, its committed events, the
+// steer); liveRun.mu guards the run's snapshot, its window, the
 // steer queue and the current call. The order is emitMu, then mu: code that
 // holds emitMu may take mu (finish updates the run's row while it queues the
 // final event), never the reverse. Sending on Engine.queue happens under

@@ -86,6 +86,12 @@ type Config struct {
 	// full queue slows the runs that produce events, never drops any.
 	QueueSize int
 
+	// LiveEvents is how many of a live run's most recent events the engine
+	// keeps in memory for its followers (default 1024; DefaultLiveEvents);
+	// a follower further behind reads the store. It bounds the memory of a
+	// run however long it streams.
+	LiveEvents int
+
 	// RunTimeout bounds a whole run; one that takes longer fails with
 	// CodeTimeout. 0 means no bound.
 	RunTimeout time.Duration
@@ -109,6 +115,7 @@ type Engine struct {
 	now    func() time.Time
 
 	maxBatch   int
+	liveEvents int
 	queue      chan *pending
 	runTimeout time.Duration
 	maxRuns    int
@@ -144,6 +151,7 @@ func New(cfg Config) (*Engine, error) {
 		log:        cfg.Logger,
 		now:        cfg.Now,
 		maxBatch:   cfg.MaxBatch,
+		liveEvents: cmp.Or(cfg.LiveEvents, DefaultLiveEvents),
 		runTimeout: cfg.RunTimeout,
 		maxRuns:    cmp.Or(cfg.MaxRunsPerPrincipal, 64),
 		maxMsgs:    cmp.Or(cfg.MaxMessages, 10_000),
@@ -178,6 +186,21 @@ func New(cfg Config) (*Engine, error) {
 		e.bgDone.Go(func() { e.serveRelay(bg, rl) })
 	}
 	return e, nil
+}
+
+// DefaultLiveEvents is how many of a live run's events an engine keeps in
+// memory unless Config.LiveEvents says otherwise: a few commits' worth
+// (MaxBatch is 512), so a follower that keeps up reads memory, while a run
+// of millions of events holds a few hundred KB.
+const DefaultLiveEvents = 1024
+
+// LiveEvents reports how many events the live run id holds in memory (0
+// when it is not live here): for tests of the window's bound.
+func (e *Engine) LiveEvents(id string) int {
+	if lr := e.liveRun(id); lr != nil {
+		return lr.windowLen()
+	}
+	return 0
 }
 
 // NewID returns a fresh opaque id with the given prefix: 48 bits of the

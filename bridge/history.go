@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // HistoryPage is one page of a session's history: transcript messages
@@ -33,14 +34,16 @@ type HistoryPage struct {
 // PartialTurn is the part of a running run its stored messages do not yet
 // hold: the committed events of its current model turn (after its last
 // final event, if a client's tool results continued it), up to the seq
-// the page hands out as its cursor, and the messages they fold into.
+// the page hands out as its cursor, folded into messages.
 type PartialTurn struct {
 	// After is the seq the turn starts after: 0, or the final event the
 	// run waited for tool results at.
 	After int64 `json:"after"`
-	// Events are the turn's committed events, seq After+1 to the cursor.
-	Events []Event `json:"events"`
-	// Messages is FoldTurn of Events; they are also in HistoryPage.Messages.
+	// Last is the seq of the turn's last event folded (After when it has
+	// none yet): the page's cursor for the run.
+	Last int64 `json:"last"`
+	// Messages is FoldTurn of the events After+1 to Last; they are also in
+	// HistoryPage.Messages.
 	Messages []Message `json:"messages"`
 }
 
@@ -69,13 +72,15 @@ func FoldTurn(events []Event) []Message {
 }
 
 // turnFold is FoldTurn's state: the assistant message being built, and
-// the tool calls of it still streaming, by index.
+// the tool calls of it still streaming, by index, their arguments so far
+// in builders (a call of many deltas is not copied at each).
 type turnFold struct {
 	out     []Message
 	asm     *assembler
 	first   *Event
-	calls   []ToolCall // calls started and not done, in the order they started
-	callIdx []int      // their event indexes
+	calls   []ToolCall         // calls started and not done, in the order they started
+	callIdx []int              // their event indexes
+	args    []*strings.Builder // their arguments so far
 }
 
 func (f *turnFold) assistant(ev *Event) {
@@ -89,12 +94,15 @@ func (f *turnFold) close() {
 	if f.asm == nil {
 		return
 	}
+	for i := range f.calls {
+		f.calls[i].Arguments = f.args[i].String()
+	}
 	f.asm.calls = append(f.asm.calls, f.calls...)
 	if m := f.asm.message(f.first.RunID, f.first.Time); m != nil {
 		m.ID = f.first.ID()
 		f.out = append(f.out, *m)
 	}
-	f.asm, f.first, f.calls, f.callIdx = nil, nil, nil, nil
+	f.asm, f.first, f.calls, f.callIdx, f.args = nil, nil, nil, nil, nil
 }
 
 func (f *turnFold) add(ev *Event) {
@@ -112,11 +120,12 @@ func (f *turnFold) add(ev *Event) {
 			f.asm.flush() // text after the call is a part of its own
 			f.calls = append(f.calls, ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Index: ev.Index})
 			f.callIdx = append(f.callIdx, ev.Index)
+			f.args = append(f.args, new(strings.Builder))
 			i = len(f.calls) - 1
 		}
 		c := &f.calls[i]
 		if ev.Kind == KindToolCallDelta {
-			c.Arguments += ev.ToolCall.Arguments
+			f.args[i].WriteString(ev.ToolCall.Arguments)
 		}
 		c.ID, c.Name = cmp.Or(ev.ToolCall.ID, c.ID), cmp.Or(ev.ToolCall.Name, c.Name)
 	case KindToolCallDone:
@@ -127,6 +136,7 @@ func (f *turnFold) add(ev *Event) {
 		if i := slices.Index(f.callIdx, ev.Index); i >= 0 {
 			f.calls = slices.Delete(f.calls, i, i+1)
 			f.callIdx = slices.Delete(f.callIdx, i, i+1)
+			f.args = slices.Delete(f.args, i, i+1)
 		}
 		f.asm.add(ev)
 	case KindToolResult:
@@ -151,62 +161,44 @@ func (f *turnFold) add(ev *Event) {
 	}
 }
 
-// partialTurn returns the committed events of a running run's current
-// turn: those after the last final event at or before knownSeq (the run's
-// LastSeq when its stored messages were read: a final after it is one
-// those messages do not reflect), up to the first final event after that
-// (the run ended since; the page shows it as it stood just before). The
-// events are read from the live run, else the store: either way each read
-// is one consistent prefix of the run's log.
+// partialTurn folds a running run's current turn: its committed events
+// after the last final event at or before knownSeq (the run's LastSeq when
+// its stored messages were read: a final after it is one those messages
+// do not reflect), up to the first final event after that (the run ended
+// since; the page shows it as it stood just before). It reads the store a
+// page at a time and keeps only the fold, so a turn of millions of events
+// costs its text, not its events; the pages read are one consistent
+// prefix of the run's log (the log is only appended to).
 func (e *Engine) partialTurn(ctx context.Context, runID string, knownSeq int64) (*PartialTurn, error) {
-	var evs []Event
-	if lr := e.liveRun(runID); lr != nil {
-		lr.mu.Lock()
-		evs, base := lr.events, lr.base
-		lr.mu.Unlock()
-		if base > 0 { // never so today: a live run holds its whole log
-			old, err := e.store.Events(ctx, runID, 0, int(base))
-			if err != nil {
-				return nil, err
-			}
-			evs = append(old, evs...)
-		}
-		return cutTurn(evs, knownSeq), nil
-	}
-	evs, err := e.store.Events(ctx, runID, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	return cutTurn(evs, knownSeq), nil
-}
-
-// cutTurn cuts a run's turn out of its events (see partialTurn).
-func cutTurn(evs []Event, knownSeq int64) *PartialTurn {
 	t := &PartialTurn{}
-	start := 0
-	for i := range evs {
-		if evs[i].Seq > knownSeq {
+	var f turnFold
+	for after := int64(0); ; {
+		evs, err := e.store.Events(ctx, runID, after, storePage)
+		if err != nil {
+			return nil, err
+		}
+		for i := range evs {
+			ev := &evs[i]
+			if ev.Kind == KindFinal {
+				if ev.Seq > knownSeq {
+					f.close()
+					t.Messages = f.out
+					return t, nil
+				}
+				t.After, t.Last, f = ev.Seq, ev.Seq, turnFold{}
+				continue
+			}
+			f.add(ev)
+			t.Last = ev.Seq
+		}
+		if len(evs) < storePage {
 			break
 		}
-		if evs[i].Kind == KindFinal {
-			t.After, start = evs[i].Seq, i+1
-		}
+		after = evs[len(evs)-1].Seq
 	}
-	end := start
-	for end < len(evs) && evs[end].Kind != KindFinal {
-		end++
-	}
-	t.Events = evs[start:end:end]
-	t.Messages = FoldTurn(t.Events)
-	return t
-}
-
-// cursor is the seq a page's cursor for the turn t names.
-func (t *PartialTurn) cursor() int64 {
-	if n := len(t.Events); n > 0 {
-		return t.Events[n-1].Seq
-	}
-	return t.After
+	f.close()
+	t.Messages = f.out
+	return t, nil
 }
 
 // positionOf turns a message id "m<pos>" into the cursor "<pos>".
@@ -331,7 +323,7 @@ func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) 
 					r = snap // its usage and upstream so far
 				}
 			}
-			r.LastSeq = t.cursor()
+			r.LastSeq = t.Last
 			if page.Partial == nil {
 				page.Partial = make(map[string]*PartialTurn)
 			}

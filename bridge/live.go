@@ -10,8 +10,16 @@ import (
 
 // liveRun is a run this process is driving. The pump goroutine assigns seqs
 // and sends events to the writer; the writer appends committed events to
-// events and wakes followers. Followers read events without copying: the
-// slice is only ever appended to.
+// the run's window and wakes followers.
+//
+// The window holds the run's most recent committed events only (at least
+// the engine's LiveEvents, at most a block more): a run of millions of
+// events holds a few thousand. A follower that falls behind it reads the
+// rest from the store, which holds every event the window ever had (the
+// writer commits before it appends). The window is a list of blocks, each
+// only ever appended to and dropped whole, so a follower reads a block
+// without a copy and without the lock, and holds at most the one block it
+// reads.
 type liveRun struct {
 	cancel    context.CancelCauseFunc
 	stopAfter func() bool
@@ -27,9 +35,12 @@ type liveRun struct {
 	storeRun    bool // the run's row changed (its serving upstream): commit it with the next event; pump only
 
 	mu        sync.Mutex
-	run       *Run    // guarded by mu once the pump started
-	events    []Event // committed, events[i].Seq == base+i+1
-	base      int64   // seq of the event before events[0]
+	run       *Run      // guarded by mu once the pump started
+	blocks    [][]Event // the window: committed events, oldest first, blocks[0][0].Seq == base+1
+	held      int       // events in blocks
+	base      int64     // seq of the event before the window
+	window    int       // events the window keeps at least
+	block     int       // events a block holds (at most window)
 	notify    chan struct{}
 	done      bool
 	commitErr error
@@ -129,23 +140,85 @@ func (lr *liveRun) nextSteers(cont bool) []Message {
 	return q
 }
 
-func newLiveRun(run *Run, prev []Event, cancel context.CancelCauseFunc) *liveRun {
+// newLiveRun makes the live run of run, keeping up to window of its
+// events in memory. prev are the last committed events of a run that goes
+// on (its tool results, a restart), oldest first: the window starts with
+// the newest of them.
+func newLiveRun(run *Run, prev []Event, window int, cancel context.CancelCauseFunc) *liveRun {
+	window = max(window, 1)
 	lr := &liveRun{
 		cancel: cancel,
 		closed: make(chan struct{}),
 		run:    run,
 		notify: make(chan struct{}),
-		events: make([]Event, 0, 64),
+		window: window,
+		block:  min(window, liveBlock),
+		seq:    run.LastSeq,
+		base:   run.LastSeq,
 	}
 	if n := len(prev); n > 0 {
-		lr.events = append(lr.events, prev...)
-		lr.base = prev[0].Seq - 1
-		lr.seq = prev[n-1].Seq
-	} else {
-		lr.seq = run.LastSeq
-		lr.base = run.LastSeq
+		tail := prev[max(0, n-window):]
+		lr.seq, lr.base = prev[n-1].Seq, tail[0].Seq-1
+		for i := range tail {
+			lr.add(&tail[i])
+		}
 	}
 	return lr
+}
+
+// liveBlock is the most events a block of a live run's window holds: the
+// window is trimmed a block at a time, and a follower reading from it
+// holds at most one.
+const liveBlock = 256
+
+// add appends a committed event to the window and drops the oldest block
+// once the window holds enough without it. The caller holds mu (or owns
+// lr alone).
+func (lr *liveRun) add(ev *Event) {
+	n := len(lr.blocks)
+	if n == 0 || len(lr.blocks[n-1]) >= lr.block {
+		// A block starts small and grows to its size, so a short run
+		// holds little; a follower reading the old array of a block that
+		// grew reads events that do not change.
+		lr.blocks = append(lr.blocks, make([]Event, 0, min(lr.block, 16)))
+		n++
+	}
+	lr.blocks[n-1] = append(lr.blocks[n-1], *ev)
+	lr.held++
+	for len(lr.blocks) > 1 && lr.held-len(lr.blocks[0]) >= lr.window {
+		d := len(lr.blocks[0])
+		lr.base += int64(d)
+		lr.held -= d
+		copy(lr.blocks, lr.blocks[1:])
+		lr.blocks[len(lr.blocks)-1] = nil
+		lr.blocks = lr.blocks[:len(lr.blocks)-1]
+	}
+}
+
+// from returns the committed events of the window after seq next, up to
+// the end of the block that holds next+1: nil when next is outside the
+// window or the last committed event. The caller holds mu; the result is
+// read without it (a block's events never change).
+func (lr *liveRun) from(next int64) []Event {
+	if next < lr.base {
+		return nil
+	}
+	i := next - lr.base // index of next+1 in the window
+	for _, b := range lr.blocks {
+		if i < int64(len(b)) {
+			return b[i:len(b):len(b)]
+		}
+		i -= int64(len(b))
+	}
+	return nil
+}
+
+// windowLen is the number of events the window holds: for tests, through
+// Engine.LiveEvents.
+func (lr *liveRun) windowLen() int {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.held
 }
 
 // update changes the run under the lock, so snapshots stay consistent.
@@ -161,7 +234,7 @@ func (lr *liveRun) snapshot() *Run {
 	defer lr.mu.Unlock()
 	r := *lr.run
 	r.Dropped = append([]string(nil), r.Dropped...)
-	r.LastSeq = lr.base + int64(len(lr.events))
+	r.LastSeq = lr.base + int64(lr.held)
 	return &r
 }
 
@@ -175,7 +248,9 @@ func (lr *liveRun) failed() bool {
 // Writer only.
 func (lr *liveRun) committed(ev *Event) {
 	lr.mu.Lock()
-	lr.events = append(lr.events, *ev)
+	if lr.commitErr == nil { // after a failed commit the seqs have a gap; followers stop at it
+		lr.add(ev)
+	}
 	lr.mu.Unlock()
 }
 
@@ -202,23 +277,46 @@ func (lr *liveRun) close() {
 }
 
 // follow yields committed events with seq > after, then live ones, until the
-// run ends or ctx is done.
-func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
+// run ends or ctx is done. Events the window no longer holds are read from
+// store, a page at a time: a follower that falls behind costs the engine
+// nothing, and the seam is the seq last yielded, so there is no gap and no
+// duplicate whichever side an event comes from.
+func (lr *liveRun) follow(ctx context.Context, store Store, after int64) Stream {
 	idle := idleFromContext(ctx)
+	runID := lr.run.ID
 	return func(yield func(Event, error) bool) {
 		next := after // last seq yielded
 		for {
 			lr.mu.Lock()
-			evs, base, done, wake, cerr := lr.events, lr.base, lr.done, lr.notify, lr.commitErr
+			evs, base := lr.from(next), lr.base
+			done, wake, cerr := lr.done, lr.notify, lr.commitErr
 			lr.mu.Unlock()
 			if next < base {
-				next = base // events before base are not ours to show (never happens for after >= 0 on a fresh run)
-			}
-			for i := next - base; i < int64(len(evs)); i++ {
-				if !yield(evs[i], nil) {
+				// Behind the window: every event up to base is committed.
+				evs, err := store.Events(ctx, runID, next, int(min(base-next, storePage)))
+				if err == nil && len(evs) == 0 {
+					err = Errorf(CodeInternal, "the run's events after %d are missing from the store", next)
+				}
+				if err != nil {
+					yield(Event{}, err)
 					return
 				}
-				next = evs[i].Seq
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+					next = ev.Seq
+				}
+				continue
+			}
+			if len(evs) > 0 {
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+					next = ev.Seq
+				}
+				continue
 			}
 			if cerr != nil {
 				yield(Event{}, Errorf(CodeInternal, "the run's events could not be stored"))
@@ -239,6 +337,9 @@ func (lr *liveRun) follow(ctx context.Context, after int64) Stream {
 		}
 	}
 }
+
+// storePage is how many events a reader takes from the store at a time.
+const storePage = 512
 
 var errAbandoned = errors.New("the run was not recorded")
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -93,13 +94,17 @@ func (m *Message) Text() string {
 			n += len(m.Parts[i].Text)
 		}
 	}
-	b := make([]byte, 0, n)
+	var b strings.Builder // one copy, none for a single part
 	for i := range m.Parts {
 		if m.Parts[i].Type == PartText {
-			b = append(b, m.Parts[i].Text...)
+			if len(m.Parts[i].Text) == n {
+				return m.Parts[i].Text
+			}
+			b.Grow(n)
+			b.WriteString(m.Parts[i].Text)
 		}
 	}
-	return string(b)
+	return b.String()
 }
 
 // Fingerprint identifies the message's content (role, parts, tool calls),

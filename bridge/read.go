@@ -16,7 +16,7 @@ func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run
 		if lr.run.Principal != principal {
 			return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
 		}
-		return lr.snapshot(), lr.follow(ctx, after), nil
+		return lr.snapshot(), lr.follow(ctx, e.store, after), nil
 	}
 	run, err := e.store.Run(ctx, runID)
 	if err != nil {
@@ -26,7 +26,7 @@ func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run
 		return nil, nil, Errorf(CodeNotFound, "run %q not found", runID)
 	}
 	if lr := e.liveRun(runID); lr != nil { // continued since the lookup
-		return lr.snapshot(), lr.follow(ctx, after), nil
+		return lr.snapshot(), lr.follow(ctx, e.store, after), nil
 	}
 	if w, ok := e.store.(Watcher); ok && run.Status == StatusRunning {
 		return run, e.followStored(ctx, w, runID, after), nil // another replica drives it
@@ -55,6 +55,34 @@ func (e *Engine) replay(ctx context.Context, runID string, after int64) Stream {
 			}
 		}
 	}
+}
+
+// StepStart returns the seq of the last final event of run before seq
+// before (0 when there is none): where the stream of a client's request
+// that saw event before began, since each request of a run continued with
+// the client's tool results was answered with a stream of its own. It
+// reads the committed events up to before a page at a time and keeps none.
+func (e *Engine) StepStart(ctx context.Context, runID string, before int64) (int64, error) {
+	if _, err := e.Run(ctx, runID); err != nil {
+		return 0, err
+	}
+	var start int64
+	for after := int64(0); after < before-1; {
+		evs, err := e.store.Events(ctx, runID, after, int(min(before-1-after, storePage)))
+		if err != nil {
+			return 0, err
+		}
+		for _, ev := range evs {
+			if ev.Kind == KindFinal && ev.Seq < before {
+				start = ev.Seq
+			}
+		}
+		if len(evs) == 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+	}
+	return start, nil
 }
 
 // Run returns a snapshot of a run, live or stored.

@@ -145,7 +145,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	runCtx, cancel, span := e.runContext(ctx, &r)
 	span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("restart"), attrAfterSeq.Int64(lastSeq(prev, r.LastSeq))))
 
-	lr := newLiveRun(&r, prev, cancel)
+	lr := newLiveRun(&r, prev, e.liveEvents, cancel)
 	for _, ev := range prev[cur:] {
 		if carriesContent(ev.Kind) {
 			lr.contentSeen = true
@@ -165,6 +165,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	rt := &runTrace{span: span, start: e.now().UTC()}
 	first := func() (*Final, *Message) {
 		call, err := res.Resume(runCtx, req, &snapshot, prev)
+		prev = nil // the window has the newest; the rest is the store's
 		if err != nil {
 			if runCtx.Err() == nil {
 				be := AsError(err)

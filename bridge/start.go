@@ -81,10 +81,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		stored = nil // no continuation: the input runs as a new run
 	}
 
-	var prev []Event
+	var prev []Event // a continued run's newest events, for its window
 	run := e.continuation(ctx, stored, input, sess.ID)
-	if run != nil {
-		prev, err = e.store.Events(ctx, run.ID, 0, 0)
+	continued := run != nil
+	if continued {
+		prev, err = e.store.Events(ctx, run.ID, max(0, run.LastSeq-int64(e.liveEvents)), 0)
 		if err != nil {
 			return nil, fmt.Errorf("load events run=%s: %w", run.ID, err)
 		}
@@ -112,11 +113,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 
 	runCtx, cancel, span := e.runContext(ctx, run)
-	if prev != nil {
+	if continued {
 		span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("tool_results"), attrAfterSeq.Int64(run.LastSeq)))
 	}
 
-	lr := newLiveRun(run, prev, cancel)
+	lr := newLiveRun(run, prev, e.liveEvents, cancel)
 	if err := e.register(lr); err != nil {
 		cancel(err)
 		span.End()
@@ -131,7 +132,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	// first content, put it on the first byte's path: measured paired,
 	// the bridge added 7-12% more to the first byte.)
 	var created *pending
-	if prev == nil {
+	if !continued {
 		created = &pending{lr: lr, ev: Event{Kind: KindRunStarted, Source: SourceBridge},
 			msgs: input, done: make(chan error, 1)}
 		newRun := *run

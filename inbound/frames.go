@@ -73,53 +73,18 @@ func (c Cursor) cmp(seq int64, frame int) int {
 // waited for tool results and was continued was answered with a stream of
 // its own, from the event after the run's final before it; so the events
 // start after the last final before event cur.Seq (at the run's first,
-// for a cursor in its first step). The events up to cur.Seq are held
-// until the step is known (they are committed: the client saw them).
+// for a cursor in its first step). The engine finds that final in the
+// store (bridge.Engine.StepStart), so a resume deep into a long run holds
+// none of the events before it.
 func Resume(ctx context.Context, e *bridge.Engine, runID string, cur Cursor) (*bridge.Run, bridge.Stream, error) {
-	run, events, err := e.Subscribe(ctx, runID, 0)
-	if err != nil || cur.Seq <= 1 {
-		return run, events, err
+	var after int64
+	if cur.Seq > 1 {
+		var err error
+		if after, err = e.StepStart(ctx, runID, cur.Seq); err != nil {
+			return nil, nil, err
+		}
 	}
-	return run, func(yield func(bridge.Event, error) bool) {
-		var step []bridge.Event
-		held := true
-		for ev, err := range events {
-			if err != nil {
-				for _, h := range step {
-					if !yield(h, nil) {
-						return
-					}
-				}
-				yield(ev, err)
-				return
-			}
-			if held && ev.Seq < cur.Seq {
-				if ev.Kind == bridge.KindFinal {
-					step = step[:0] // a later request's stream starts after it
-				} else {
-					step = append(step, ev)
-				}
-				continue
-			}
-			if held {
-				held = false
-				for _, h := range step {
-					if !yield(h, nil) {
-						return
-					}
-				}
-				step = nil
-			}
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		for _, h := range step { // the run ended before cur.Seq
-			if !yield(h, nil) {
-				return
-			}
-		}
-	}, nil
+	return e.Subscribe(ctx, runID, after)
 }
 
 // SkipFrames returns w wrapped to drop the SSE frames a resuming client

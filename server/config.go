@@ -37,6 +37,10 @@ type Config struct {
 	// MaxRunsPerPrincipal bounds the runs one principal has going at once
 	// (0: 64).
 	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`
+	// LiveEvents is how many of a running run's newest events the bridge
+	// keeps in memory for its streams (0: bridge.DefaultLiveEvents, 1024);
+	// a stream further behind reads the database.
+	LiveEvents int `yaml:"live_events"`
 	// BodyTimeout bounds how long a request's body may take to arrive
 	// after its headers (0: 30 s); a slower one gets a 408.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
@@ -277,8 +281,8 @@ func (c *Config) Validate() error {
 	if _, err := c.trustedProxies(); err != nil {
 		return err
 	}
-	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 {
-		return fmt.Errorf("body_timeout, write_timeout and max_connections cannot be negative")
+	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 || c.LiveEvents < 0 {
+		return fmt.Errorf("body_timeout, write_timeout, max_connections and live_events cannot be negative")
 	}
 	if c.Subscribe.ChannelsPerSession < 0 || c.Subscribe.ChannelsPerPrincipal < 0 || c.Subscribe.KeepAlive < 0 {
 		return fmt.Errorf("subscribe: channels_per_session, channels_per_principal and keep_alive cannot be negative")

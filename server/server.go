@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		log.Info("upstream fallbacks", "upstream", u.Name, "fallbacks", strings.Join(chain, ","))
 	}
 	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
-		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal})
+		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal, LiveEvents: cfg.LiveEvents})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -459,6 +459,10 @@ func (m *Server) Config() Config { return m.cfg }
 
 // Store is the server's store.
 func (m *Server) Store() bridge.Store { return m.store }
+
+// Engine returns the server's engine (a test reads a live run's window
+// through it: bridge.Engine.LiveEvents).
+func (m *Server) Engine() *bridge.Engine { return m.engine }
 
 // Addr is the address the bridge listens on.
 func (m *Server) Addr() string { return m.ln.Addr().String() }
