@@ -23,6 +23,13 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
+	if bb, ok := r.Body.(*bodyBytes); ok { // read already: no second copy
+		b := bb.take()
+		if int64(len(b)) > limit {
+			return nil, bridge.Errorf(bridge.CodeTooLarge, "request body is larger than %d bytes", limit)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError

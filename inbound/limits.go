@@ -42,7 +42,7 @@ func ReceiveBody(timeout time.Duration, writeError func(http.ResponseWriter, err
 			return
 		}
 		rc := http.NewResponseController(w)
-		b, err := io.ReadAll(io.LimitReader(r.Body, DefaultMaxBody+1))
+		b, err := readAll(io.LimitReader(r.Body, DefaultMaxBody+1), r.ContentLength)
 		if err != nil {
 			w.Header().Set("Connection", "close")
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -58,7 +58,7 @@ func ReceiveBody(timeout time.Duration, writeError func(http.ResponseWriter, err
 			// of the connection to notice a client going away goes on
 			// without it).
 			_ = rc.SetReadDeadline(time.Time{})
-			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.Body = &bodyBytes{Reader: bytes.NewReader(b), b: b}
 		} else {
 			r.Body = struct {
 				io.Reader
@@ -77,6 +77,45 @@ func ReceiveBody(timeout time.Duration, writeError func(http.ResponseWriter, err
 		}
 		inner.ServeHTTP(w, r)
 	})
+}
+
+// readAll is io.ReadAll sized for a body of size bytes (the request's
+// Content-Length; unknown when < 0), so an 8 MiB body costs 8 MiB, not the
+// copies a buffer growing from 512 bytes leaves behind.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(size, 512), DefaultMaxBody)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// bodyBytes is a request body ReceiveBody read whole. ReadBody takes its
+// bytes instead of copying them, and the request holds them no more: a
+// large body lives while the handler decodes it, not while it streams
+// the answer.
+type bodyBytes struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bodyBytes) Close() error { return nil }
+
+// take returns the bytes not read yet, and forgets them.
+func (bb *bodyBytes) take() []byte {
+	b := bb.b[len(bb.b)-bb.Len():]
+	bb.b = nil
+	bb.Reset(nil)
+	return b
 }
 
 // statusWriter writes a dialect's error body with another status.

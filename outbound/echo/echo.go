@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strconv"
 	"time"
 	"unicode"
@@ -39,7 +40,6 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 			break
 		}
 	}
-	words := Split(text)
 	model := req.Model
 	if model == "" {
 		model = "echo"
@@ -53,7 +53,9 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 			t = time.NewTimer(u.Delay)
 			defer t.Stop()
 		}
-		for _, w := range words {
+		out := int64(0)
+		for w := range Words(text) {
+			out++
 			if t != nil {
 				select {
 				case <-t.C:
@@ -75,10 +77,14 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 		}
 		in := int64(0)
 		for _, m := range req.Messages {
-			in += int64(len(Split(m.Text())))
+			for _, p := range m.Parts {
+				if p.Type == bridge.PartText {
+					in += count(Words(p.Text))
+				}
+			}
 		}
-		usage := &bridge.Usage{InputTokens: bridge.Int64(in), OutputTokens: bridge.Int64(int64(len(words))),
-			TotalTokens: bridge.Int64(in + int64(len(words)))}
+		usage := &bridge.Usage{InputTokens: bridge.Int64(in), OutputTokens: bridge.Int64(out),
+			TotalTokens: bridge.Int64(in + out)}
 		if !yield(bridge.Event{Kind: bridge.KindUsage, Usage: usage}, nil) {
 			return
 		}
@@ -105,20 +111,41 @@ func (u *Upstream) Open(ctx context.Context, req *bridge.Request) (*bridge.Call,
 // it, so the words concatenate back to s exactly.
 func Split(s string) []string {
 	var out []string
-	start := 0
-	word := false // the last rune was part of a word
-	for i, r := range s {
-		sp := unicode.IsSpace(r)
-		if sp && word && i > start {
-			out = append(out, s[start:i])
-			start = i
-		}
-		word = !sp
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
+	for w := range Words(s) {
+		out = append(out, w)
 	}
 	return out
+}
+
+// Words yields the words of s as Split cuts them, one at a time: an answer
+// of millions of words holds none of them but the one being sent.
+func Words(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := 0
+		word := false // the last rune was part of a word
+		for i, r := range s {
+			sp := unicode.IsSpace(r)
+			if sp && word && i > start {
+				if !yield(s[start:i]) {
+					return
+				}
+				start = i
+			}
+			word = !sp
+		}
+		if start < len(s) {
+			yield(s[start:])
+		}
+	}
+}
+
+// count counts what seq yields.
+func count(seq iter.Seq[string]) int64 {
+	n := int64(0)
+	for range seq {
+		n++
+	}
+	return n
 }
 
 // partName names a part's type: an opaque part (a type the hub does not
