@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -127,6 +128,183 @@ func TestReplicaPartitioned(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("b still refuses 10s after the link healed: %d %s", code, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPostgresRestartedUnderLoad: the database both replicas share is
+// restarted (a fast shutdown, 1s down) while 16 streams run on them. Every
+// client's stream ends (with its end, or cut off as a dead replica's is);
+// every event a client was sent is in the database after the restart, as it
+// was sent; each client that resumes, on either replica, from its last id
+// reads the rest of its run to its end with nothing twice; no run is left
+// running; and both replicas take new runs again.
+func TestPostgresRestartedUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	srv := pgtest.Private(t)
+	cfg := defaultConfig()
+	cfg.DB = srv.URL()
+	cfg.EchoDelay = 30 * time.Millisecond
+	cfg.Lease = time.Second
+	bases := [2]string{"http://" + startMain(t, cfg).Addr(), "http://" + startMain(t, cfg).Addr()}
+
+	type client struct {
+		run  string
+		seen []sseEvent
+		err  error
+	}
+	const streams = 16
+	clients := make([]client, streams)
+	started := make(chan struct{}, streams)
+	done := make(chan struct{}, streams)
+	input := strings.Join(words("r", 60), "")
+	for i := range clients {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			c := &clients[i]
+			req, _ := http.NewRequestWithContext(ctx, "POST", bases[i%2]+"/v1/chat/completions", strings.NewReader(
+				`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+input+`"}]}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				c.err = err
+				started <- struct{}{}
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				c.err = fmt.Errorf("status %d", resp.StatusCode)
+				started <- struct{}{}
+				return
+			}
+			c.run = resp.Header.Get("X-Run-Id")
+			c.seen = readSSE(t, resp.Body, func(evs []sseEvent) bool {
+				if len(evs) == 3 {
+					started <- struct{}{}
+				}
+				return false
+			})
+			if len(c.seen) < 3 {
+				started <- struct{}{}
+			}
+		}()
+	}
+	for range streams {
+		<-started
+	}
+	srv.Stop(t)
+	time.Sleep(time.Second)
+	srv.Start(t)
+	for range streams {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("a client's stream did not end after the restart")
+		}
+	}
+
+	cut := 0
+	for i := range clients {
+		c := &clients[i]
+		if c.err != nil || c.run == "" {
+			t.Fatalf("stream %d did not start: %v", i, c.err)
+		}
+		n := len(c.seen)
+		if n == 0 || c.seen[n-1].data != "[DONE]" {
+			cut++
+		}
+		// Resume on the other replica from the last id, to the end (503s
+		// while the replicas reconnect are retried).
+		var last string
+		for _, ev := range c.seen {
+			if ev.id != "" {
+				last = ev.id
+			}
+		}
+		ids := []string{}
+		for _, ev := range c.seen {
+			if ev.id != "" {
+				ids = append(ids, ev.id)
+			}
+		}
+		rest := resumeUntilEnd(ctx, t, bases[(i+1)%2], c.run, last)
+		for _, ev := range rest {
+			if ev.id != "" {
+				ids = append(ids, ev.id)
+			}
+		}
+		noDuplicates(t, ids)
+		// What the client was sent is in the database, as sent.
+		stored := map[string]string{}
+		for _, ev := range resumeUntilEnd(ctx, t, bases[i%2], c.run, "") {
+			stored[ev.id] = ev.data
+		}
+		for _, ev := range c.seen {
+			if d, ok := stored[ev.id]; ev.id != "" && (!ok || d != ev.data) {
+				t.Errorf("run %s: the client was sent event %s (%s); the database holds %q", c.run, ev.id, ev.data, d)
+			}
+		}
+	}
+	t.Logf("%d of %d streams were cut by the restart", cut, streams)
+	if cut == 0 {
+		t.Fatal("the restart cut no stream: it did not happen under load")
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		running := 0
+		for _, c := range clients {
+			if getRun(t, bases[0], c.run).Status == bridge.StatusRunning {
+				running++
+			}
+		}
+		if running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs still running 20s after the restart", running)
+		}
+	}
+	for _, base := range bases {
+		code, _, out := replicaDo(ctx, t, "POST", base+"/v1/chat/completions",
+			`{"model":"echo","messages":[{"role":"user","content":"after the restart"}]}`)
+		if code != 200 || !strings.Contains(out, "after the restart") {
+			t.Fatalf("a new run on %s after the restart: %d %s", base, code, out)
+		}
+	}
+}
+
+// resumeUntilEnd reads run's events from base after the event id last
+// ("" for all) to the stream's end ([DONE]), retrying while the replica
+// answers 503 or cuts the stream (it reconnects to its database).
+func resumeUntilEnd(ctx context.Context, t *testing.T, base, run, last string) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/runs/"+run+"/events", nil)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []sseEvent
+		if resp.StatusCode == 200 {
+			got = readSSE(t, resp.Body, nil)
+		}
+		resp.Body.Close()
+		for _, ev := range got {
+			out = append(out, ev)
+			if ev.id != "" {
+				last = ev.id
+			}
+		}
+		if n := len(out); n > 0 && out[n-1].data == "[DONE]" {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s on %s: no end 30s after the restart (last status %d, %d events)", run, base, resp.StatusCode, len(out))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

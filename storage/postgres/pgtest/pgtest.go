@@ -7,6 +7,10 @@
 // stops the server (an immediate shutdown) when it reads EOF. As root (CI),
 // the server runs as the postgres user, which refuses to run as root.
 //
+// For faults, Private starts a server of one test's own that the test stops
+// and starts again, and NewProxy puts a link the test cuts between a
+// replica and a server.
+//
 // It needs PostgreSQL's server binaries (Debian: postgresql); without them
 // Start fails the test, saying so (.ci/run installs them when missing).
 package pgtest
@@ -79,7 +83,7 @@ var shared = sync.OnceValues(start)
 
 type server struct {
 	url   string
-	stdin io.Closer // held open for the life of the binary: its EOF stops the server
+	stdin io.WriteCloser // held open for the life of the binary: its EOF stops the server
 	exit  chan struct{}
 	log   *bytes.Buffer
 	mu    *sync.Mutex
@@ -137,7 +141,12 @@ func credential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func start() (*server, error) {
+func start() (*server, error) { return startServer(false) }
+
+// startServer initdbs a data directory and starts a server on it. A durable
+// server commits synchronously (an acknowledged commit survives its
+// restart); the shared one need not, and commits faster.
+func startServer(durable bool) (*server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -170,12 +179,19 @@ func start() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The shell starts the server, waits for its own stdin to close (the
-	// test binary's end), then stops it at once and removes the directory.
-	script := `"$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=off ` +
-		`-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 & pid=$!; ` +
-		`cat >/dev/null; kill -QUIT $pid 2>/dev/null; wait $pid; rm -rf "$2"`
-	cmd := exec.Command("/bin/sh", "-c", script, "pgtest", bin, dir, strconv.Itoa(port))
+	syncCommit := "off"
+	if durable {
+		syncCommit = "on"
+	}
+	// The shell starts the server, then reads its stdin: "stop" stops the
+	// server (a fast shutdown, as a restart of the service does), "start"
+	// starts it again; at EOF (the test binary's end) it stops it at once
+	// and removes the directory.
+	script := `run() { "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=off ` +
+		`-c synchronous_commit="$4" -c full_page_writes=off -c max_connections=200 & pid=$!; }; run "$@"; ` +
+		`while read -r cmd; do case "$cmd" in stop) kill -INT $pid; wait $pid;; start) run "$@";; esac; done; ` +
+		`kill -QUIT $pid 2>/dev/null; wait $pid; rm -rf "$2"`
+	cmd := exec.Command("/bin/sh", "-c", script, "pgtest", bin, dir, strconv.Itoa(port), syncCommit)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	var mu sync.Mutex
 	log := &bytes.Buffer{}
@@ -191,22 +207,90 @@ func start() (*server, error) {
 	s := &server{url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stdin: stdin,
 		exit: make(chan struct{}), log: log, mu: &mu}
 	go func() { _ = cmd.Wait(); close(s.exit) }()
+	if err := s.waitUp(ctx); err != nil {
+		_ = stdin.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitUp waits for the server to accept connections.
+func (s *server) waitUp(ctx context.Context) error {
 	for {
 		if err := s.alive(); err != nil {
-			return nil, err
+			return err
 		}
 		c, err := pgx.Connect(ctx, s.url)
 		if err == nil {
 			c.Close(ctx)
-			return s, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			_ = stdin.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			return nil, fmt.Errorf("postgres did not accept connections in %s: %v; its output:\n%s", startTimeout, err, log)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return fmt.Errorf("postgres did not accept connections in %s: %v; its output:\n%s", startTimeout, err, s.log)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Server is a private PostgreSQL server a test stops and starts again
+// (Private).
+type Server struct{ s *server }
+
+// Private starts a server of the test's own, which it may stop and start
+// (the shared one serves every test of the binary and must stay up). Its
+// commits are synchronous: one the server acknowledged survives a
+// restart. It stops with the test.
+func Private(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := startServer(true)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.stdin.Close(); <-s.exit })
+	return &Server{s}
+}
+
+// URL is the server's postgres database.
+func (p *Server) URL() string { return p.s.url }
+
+// Stop shuts the server down (a fast shutdown: its clients are
+// disconnected, what it acknowledged is kept) and returns once it refuses
+// connections.
+func (p *Server) Stop(tb testing.TB) {
+	tb.Helper()
+	p.send(tb, "stop")
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		c, err := pgx.Connect(ctx, p.s.url)
+		if err != nil {
+			return
+		}
+		c.Close(ctx)
+		if ctx.Err() != nil {
+			tb.Fatalf("pgtest: the server still accepts connections %s after stop", startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Start starts the stopped server again and returns once it accepts
+// connections.
+func (p *Server) Start(tb testing.TB) {
+	tb.Helper()
+	p.send(tb, "start")
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := p.s.waitUp(ctx); err != nil {
+		tb.Fatalf("pgtest: restart: %v", err)
+	}
+}
+
+func (p *Server) send(tb testing.TB, cmd string) {
+	if _, err := io.WriteString(p.s.stdin, cmd+"\n"); err != nil {
+		tb.Fatalf("pgtest: %s: %v", cmd, err)
 	}
 }
 
