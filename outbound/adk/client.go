@@ -279,16 +279,9 @@ func (k *call) post(content *wire.Content) (*http.Response, context.CancelCauseF
 	if k.bridgeSession != "" {
 		k.put(bridge.IDSession, "bridge-session:"+k.bridgeSession, k.session)
 	}
-	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true,
+	resp, cancel, err := k.runSSE(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, NewMessage: content, Streaming: true,
 		Tools: k.tools})
 	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancelCause(k.ctx)
-	k.rctx = ctx
-	resp, err := k.do(ctx, http.MethodPost, k.c.root+"/run_sse", body, "text/event-stream")
-	if err != nil {
-		cancel(nil)
 		return nil, nil, err
 	}
 	k.replaceFrom = "" // discarded: a retry of the request must not discard again
@@ -376,7 +369,13 @@ const maxResumes = 3
 // resume asks the upstream for the run's events after lastEventID (the
 // chatkit convention: run_sse with lastEventId and no newMessage).
 func (k *call) resume(lastEventID string) (*http.Response, context.CancelCauseFunc, error) {
-	body, err := wire.EncodeRunRequest(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, Streaming: true, LastEventID: lastEventID})
+	return k.runSSE(&wire.RunRequest{AppName: k.app, UserID: k.user, SessionID: k.session, Streaming: true, LastEventID: lastEventID})
+}
+
+// runSSE posts rr to /run_sse on a connection context of its own (k.rctx),
+// whose cancel comes back with the stream.
+func (k *call) runSSE(rr *wire.RunRequest) (*http.Response, context.CancelCauseFunc, error) {
+	body, err := wire.EncodeRunRequest(rr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -111,6 +111,25 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": code}})
 }
 
+// session is the session the path names, or nil, answered 404. s.mu is
+// held.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
+	sess, ok := s.sessions[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "session_not_found", "Session not found")
+	}
+	return sess
+}
+
+// run is the run the path names, or nil, answered 404. s.mu is held.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) *run {
+	ru, ok := s.runs[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+	}
+	return ru
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -149,9 +168,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[r.PathValue("id")]
-	if !ok {
-		writeError(w, http.StatusNotFound, "session_not_found", "Session not found")
+	sess := s.session(w, r)
+	if sess == nil {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "session_id": sess.id, "data": sess.messages})
@@ -186,10 +204,9 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	sess, ok := s.sessions[r.PathValue("id")]
-	if !ok {
+	sess := s.session(w, r)
+	if sess == nil {
 		s.mu.Unlock()
-		writeError(w, http.StatusNotFound, "session_not_found", "Session not found")
 		return
 	}
 	if sess.active != "" {
@@ -374,9 +391,8 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ru, ok := s.runs[r.PathValue("id")]
-	if !ok {
-		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+	ru := s.run(w, r)
+	if ru == nil {
 		return
 	}
 	v := map[string]any{"object": "hermes.run", "run_id": ru.id, "status": ru.status, "session_id": ru.session}
@@ -395,9 +411,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ru, ok := s.runs[r.PathValue("id")]
-	if !ok {
-		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+	ru := s.run(w, r)
+	if ru == nil {
 		return
 	}
 	s.stops = append(s.stops, ru.id)
@@ -417,9 +432,8 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ru, ok := s.runs[r.PathValue("id")]
-	if !ok {
-		writeError(w, http.StatusNotFound, "run_not_found", "Run not found")
+	ru := s.run(w, r)
+	if ru == nil {
 		return
 	}
 	if ru.done || ru.stopped {
