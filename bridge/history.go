@@ -259,12 +259,10 @@ const maxHistoryReads = 4
 
 func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) (*HistoryPage, error) {
 	before := q.Before
-	s, err := e.store.Session(ctx, sessionID)
+	principal := PrincipalFromContext(ctx)
+	s, err := e.store.Session(ctx, principal, sessionID)
 	if err != nil {
 		return nil, err
-	}
-	if s.Principal != PrincipalFromContext(ctx) {
-		return nil, Errorf(CodeNotFound, "session %q not found", sessionID)
 	}
 	var pos int64
 	if before != "" {
@@ -284,7 +282,7 @@ func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) 
 		runs []*Run
 	)
 	for i := 0; ; i++ {
-		runs0, err := e.store.ListRuns(ctx, RunFilter{SessionID: sessionID})
+		runs0, err := e.store.ListRuns(ctx, RunFilter{SessionID: sessionID, Principal: principal})
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +290,7 @@ func (e *Engine) history(ctx context.Context, sessionID string, q HistoryQuery) 
 		if err != nil {
 			return nil, err
 		}
-		runs, err = e.store.ListRuns(ctx, RunFilter{SessionID: sessionID})
+		runs, err = e.store.ListRuns(ctx, RunFilter{SessionID: sessionID, Principal: principal})
 		if err != nil {
 			return nil, err
 		}
@@ -373,9 +371,12 @@ func insertAfterRun(msgs []Message, run string, add []Message) []Message {
 // of the oldest run they hold; more says older messages exist. The
 // superseded messages are among them when all.
 func (e *Engine) pageMessages(ctx context.Context, session string, pos int64, limit int, byRun, all bool) ([]Message, bool, error) {
-	messages := e.store.Messages
-	if all {
-		messages = e.store.AllMessages
+	principal := PrincipalFromContext(ctx)
+	messages := func(ctx context.Context, session string, before int64, limit int) ([]Message, bool, error) {
+		if all {
+			return e.store.AllMessages(ctx, principal, session, before, limit)
+		}
+		return e.store.Messages(ctx, principal, session, before, limit)
 	}
 	if !byRun {
 		msgs, more, err := messages(ctx, session, pos, limit)
@@ -447,7 +448,7 @@ func (e *Engine) wholeRun(ctx context.Context, session string, msgs []Message) (
 			first = position(earlier[0].ID)
 		}
 	}
-	older, _, err := e.store.Messages(ctx, session, first, 1)
+	older, _, err := e.store.Messages(ctx, PrincipalFromContext(ctx), session, first, 1)
 	if err != nil {
 		return nil, false, err
 	}

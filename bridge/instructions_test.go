@@ -52,7 +52,7 @@ func TestInstructionsGoUpstreamButAreNotStored(t *testing.T) {
 	if r := reqs[0].Messages[0]; r.Role != bridge.RoleSystem || r.Text() != "be terse" {
 		t.Errorf("first upstream message %s %q, want the first turn's instructions", r.Role, r.Text())
 	}
-	msgs, _, err := store.Messages(t.Context(), first.SessionID, 0, 0)
+	msgs, _, err := store.Messages(t.Context(), "", first.SessionID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

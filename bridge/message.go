@@ -166,7 +166,10 @@ type Request struct {
 	Inbound string `json:"inbound"`
 	Model   string `json:"model,omitempty"`
 
-	// SessionID attaches the run to an existing session (or names a new one).
+	// SessionID attaches the run to an existing session of the caller's
+	// principal (or names a new one). An upstream's Open gets a key that
+	// names the session and its principal together instead (see
+	// upstreamSession), to name its own conversation by.
 	// Detached runs keep going when the client disconnects; plain stateless
 	// requests are cancelled instead.
 	SessionID   string `json:"session_id,omitempty"`

@@ -80,7 +80,7 @@ func (e *Engine) splitInput(ctx context.Context, session string, stored []Messag
 	var runs []*Run // the session's runs, newest first, read once needed
 	discardFrom := func(from string) error {
 		if runs == nil {
-			all, err := e.store.ListRuns(ctx, RunFilter{SessionID: session})
+			all, err := e.store.ListRuns(ctx, RunFilter{SessionID: session, Principal: PrincipalFromContext(ctx)})
 			if err != nil {
 				return fmt.Errorf("list runs session=%s: %w", session, err)
 			}

@@ -89,9 +89,9 @@ func TestReplaceFromStateful(t *testing.T) {
 	if r4.ID == r2.ID || r4.ID == r3.ID {
 		t.Errorf("the new input ran as run %s, not a new run", r4.ID)
 	}
-	kept, _, _ := store.Messages(ctx, "s1", 0, 0)
+	kept, _, _ := store.Messages(ctx, "", "s1", 0, 0)
 	diffStrings(t, "transcript", []string{"user:q1", "assistant:a1", "user:q2 again", "assistant:a4"}, texts(kept))
-	all, _, _ := store.AllMessages(ctx, "s1", 0, 0)
+	all, _, _ := store.AllMessages(ctx, "", "s1", 0, 0)
 	if len(all) != 8 {
 		t.Errorf("the store holds %d messages, want 8 (the discarded kept)", len(all))
 	}
@@ -147,7 +147,7 @@ func TestFullTranscriptDivergence(t *testing.T) {
 
 	// Regenerate: the same transcript again, without the answer.
 	r3 := turn(t, e, ctx, full(user("q1"), assistant("a1"), user("q2")))
-	kept, _, _ := store.Messages(ctx, "s1", 0, 0)
+	kept, _, _ := store.Messages(ctx, "", "s1", 0, 0)
 	diffStrings(t, "after a regenerate", []string{"user:q1", "assistant:a1", "user:q2", "assistant:a3"}, texts(kept))
 	if msgs, _ := store.RunMessages(ctx, r3.ID); len(msgs) != 2 {
 		t.Errorf("the regenerated run stored %v, want its input and answer", texts(msgs))
@@ -155,9 +155,9 @@ func TestFullTranscriptDivergence(t *testing.T) {
 
 	// Edit the first question.
 	r4 := turn(t, e, ctx, full(user("q1 edited")))
-	kept, _, _ = store.Messages(ctx, "s1", 0, 0)
+	kept, _, _ = store.Messages(ctx, "", "s1", 0, 0)
 	diffStrings(t, "after an edit", []string{"user:q1 edited", "assistant:a4"}, texts(kept))
-	all, _, _ := store.AllMessages(ctx, "s1", 0, 0)
+	all, _, _ := store.AllMessages(ctx, "", "s1", 0, 0)
 	count := map[string]int{}
 	for _, m := range all {
 		count[m.RunID]++
@@ -195,12 +195,12 @@ func TestReplaceFromRunning(t *testing.T) {
 	if err != nil || !old.Superseded || old.Status != bridge.StatusCancelled {
 		t.Errorf("the running target: %+v, %v; want cancelled and superseded", old, err)
 	}
-	kept, _, _ := store.Messages(ctx, "s1", 0, 0)
+	kept, _, _ := store.Messages(ctx, "", "s1", 0, 0)
 	diffStrings(t, "transcript", []string{"user:q1b", "assistant:done"}, texts(kept))
 	if len(kept) > 0 && kept[0].RunID != r2.ID {
 		t.Errorf("transcript of run %s, want %s", kept[0].RunID, r2.ID)
 	}
-	all, _, _ := store.AllMessages(ctx, "s1", 0, 0)
+	all, _, _ := store.AllMessages(ctx, "", "s1", 0, 0)
 	diffStrings(t, "stored", []string{"user:q1", "assistant:partial", "user:q1b", "assistant:done"}, texts(all))
 }
 
@@ -286,7 +286,7 @@ func TestFullTranscriptAgentTools(t *testing.T) {
 	if r, _ := e.Run(ctx, r1.ID); r == nil || r.Superseded {
 		t.Errorf("the first run was discarded by a transcript that only lacks the agent's tool calls")
 	}
-	all, _, _ := store.AllMessages(ctx, "s1", 0, 0)
+	all, _, _ := store.AllMessages(ctx, "", "s1", 0, 0)
 	if len(all) != 4 {
 		t.Errorf("stored %v, want 4 messages", texts(all))
 	}

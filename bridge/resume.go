@@ -109,7 +109,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	if err != nil {
 		return fmt.Errorf("load events run=%s: %w", run.ID, err)
 	}
-	transcript, err := e.transcript(ctx, run.SessionID)
+	transcript, err := e.transcript(ctx, run.Principal, run.SessionID)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 		span.End()
 		return err
 	}
-	req := &Request{Model: r.Model, SessionID: r.SessionID, Messages: transcript, Inbound: r.Inbound, Render: r.Render, Detached: true}
+	req := &Request{Model: r.Model, SessionID: upstreamSession(r.Principal, r.SessionID), Messages: transcript, Inbound: r.Inbound, Render: r.Render, Detached: true}
 	snapshot := r
 	rt := &runTrace{span: span, start: e.now().UTC()}
 	first := func() (*Final, *Message) {

@@ -9,30 +9,32 @@ import (
 )
 
 // WatchSession returns a channel that is closed the next time a run of
-// session starts (its creation committed, so SessionRuns lists it) or a
+// session (the context's principal's) starts (its creation committed, so SessionRuns lists it) or a
 // run of it is continued. Take a fresh one after each wake, before listing
 // the session's runs, so a run that starts meanwhile is not missed. The channel
 // holds no events: a subscriber that falls behind reads them from the
 // store (Subscribe), so a slow channel costs no memory here.
-func (e *Engine) WatchSession(session string) <-chan struct{} {
+func (e *Engine) WatchSession(ctx context.Context, session string) <-chan struct{} {
+	k := upstreamSession(PrincipalFromContext(ctx), session)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.watches == nil {
 		e.watches = make(map[string]chan struct{})
 	}
-	ch, ok := e.watches[session]
+	ch, ok := e.watches[k]
 	if !ok {
 		ch = make(chan struct{})
-		e.watches[session] = ch
+		e.watches[k] = ch
 	}
 	return ch
 }
 
-// sessionStarted wakes the subscribers of session.
-func (e *Engine) sessionStarted(session string) {
+// sessionStarted wakes the subscribers of principal's session.
+func (e *Engine) sessionStarted(principal, session string) {
+	k := upstreamSession(principal, session)
 	e.mu.Lock()
-	ch, ok := e.watches[session]
-	delete(e.watches, session)
+	ch, ok := e.watches[k]
+	delete(e.watches, k)
 	e.mu.Unlock()
 	if ok {
 		close(ch)
@@ -40,20 +42,17 @@ func (e *Engine) sessionStarted(session string) {
 }
 
 // SessionRuns returns the runs of a session of the context's principal,
-// oldest first. Another principal's session is not found; one that does
-// not exist yet has no runs (a client may subscribe to the session its
-// first run will make).
+// oldest first. One that does not exist yet (another principal's of that
+// id is none) has no runs: a client may subscribe to the session its first
+// run will make.
 func (e *Engine) SessionRuns(ctx context.Context, session string) ([]*Run, error) {
 	principal := PrincipalFromContext(ctx)
-	s, err := e.store.Session(ctx, session)
+	_, err := e.store.Session(ctx, principal, session)
 	if ErrorCode(err) == CodeNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	if s.Principal != principal {
-		return nil, Errorf(CodeNotFound, "session %q not found", session)
 	}
 	runs, err := e.store.ListRuns(ctx, RunFilter{SessionID: session, Principal: principal})
 	if err != nil {
@@ -61,6 +60,21 @@ func (e *Engine) SessionRuns(ctx context.Context, session string) ([]*Run, error
 	}
 	slices.Reverse(runs) // ListRuns is newest first
 	return runs, nil
+}
+
+// upstreamSession is the one string that names principal's session apart
+// from every other principal's session of the same id: the id itself for
+// the anonymous principal "" (a bridge without keys: names unchanged from
+// before sessions were per principal), else the principal and the id
+// joined by a unit separator (U+001F), which no client-given id can hold
+// (inbound.CheckIDs refuses control characters). Upstreams get it as
+// Request.SessionID, so each keeps its own conversation, and its id-map
+// entries, per principal; it never goes to a client.
+func upstreamSession(principal, session string) string {
+	if principal == "" || session == "" {
+		return session
+	}
+	return principal + "\x1f" + session
 }
 
 type acceptKey struct{}

@@ -62,7 +62,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 	var stored []Message // a fresh session has no transcript to read
 	if !fresh {
-		if stored, err = e.transcript(ctx, sess.ID); err != nil {
+		if stored, err = e.transcript(ctx, principal, sess.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -160,7 +160,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if len(req.Instructions) > 0 {
 		upReq.Messages = append(slices.Clone(req.Instructions), transcript...)
 	}
-	upReq.SessionID = sess.ID
+	upReq.SessionID = upstreamSession(principal, sess.ID)
 	e.launch(runCtx, span, lr, up, &upReq, &runTrace{span: span, start: now}, nil)
 	if created != nil {
 		err = <-created.done
@@ -177,26 +177,25 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
 			Message: "the bridge cannot record new runs right now (storage unavailable)"}
 	}
-	e.sessionStarted(snapshot.SessionID)
+	e.sessionStarted(principal, snapshot.SessionID)
 	if acc != nil && acc.Started != nil {
 		acc.Started(&snapshot)
 	}
 	return &snapshot, nil
 }
 
-// session finds the request's session, or makes one: a session the client
-// named is created now (another request may race to create it); one the
-// bridge names is fresh, and the writer creates it with the run.
+// session finds the request's session of principal, or makes one: a
+// session the client named is created now (another request may race to
+// create it); one the bridge names is fresh, and the writer creates it
+// with the run. Another principal's session of the id is not this one:
+// the id names a session of principal's own.
 func (e *Engine) session(ctx context.Context, id, principal string, now time.Time) (s *Session, fresh bool, err error) {
 	if id == "" {
 		return &Session{ID: NewID("sess_"), Principal: principal, Created: now, Updated: now}, true, nil
 	}
-	s, err = e.store.Session(ctx, id)
+	s, err = e.store.Session(ctx, principal, id)
 	switch {
 	case err == nil:
-		if s.Principal != principal {
-			return nil, false, Errorf(CodeNotFound, "session %q not found", id)
-		}
 		return s, false, nil
 	case ErrorCode(err) != CodeNotFound:
 		return nil, false, err
@@ -211,9 +210,9 @@ func (e *Engine) session(ctx context.Context, id, principal string, now time.Tim
 	return s, false, nil
 }
 
-// transcript loads a session's whole stored transcript.
-func (e *Engine) transcript(ctx context.Context, session string) ([]Message, error) {
-	msgs, _, err := e.store.Messages(ctx, session, 0, 0)
+// transcript loads the whole stored transcript of principal's session.
+func (e *Engine) transcript(ctx context.Context, principal, session string) ([]Message, error) {
+	msgs, _, err := e.store.Messages(ctx, principal, session, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load transcript session=%s: %w", session, err)
 	}

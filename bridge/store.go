@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// Session is one conversation.
+// Session is one conversation. A session is named by its principal and its
+// id together: two principals may each have a session "demo", and neither
+// can find the other's (docs/security.md, "One id namespace per principal").
 type Session struct {
 	ID        string    `json:"id"`
 	Principal string    `json:"principal,omitempty"`
@@ -54,7 +56,9 @@ type Run struct {
 }
 
 // RunFilter selects runs for ListRuns. Zero fields match everything.
-// Runs come newest first (by Created, then by insertion order).
+// Runs come newest first (by Created, then by insertion order). A session
+// is named by its principal and id: who lists a session's runs sets both
+// (SessionID alone lists every principal's sessions of that id).
 type RunFilter struct {
 	SessionID string
 	Principal string
@@ -111,10 +115,14 @@ type IDMapping struct {
 //
 // Lookups of a missing row return an *Error with CodeNotFound.
 type Store interface {
-	// CreateSession inserts s; CodeConflict if its id exists.
+	// CreateSession inserts s; CodeConflict if its principal has a
+	// session of its id.
 	CreateSession(ctx context.Context, s *Session) error
-	Session(ctx context.Context, id string) (*Session, error)
-	// UpdateSession writes s.Updated and s.State.
+	// Session returns principal's session id; another principal's session
+	// of that id is not found.
+	Session(ctx context.Context, principal, id string) (*Session, error)
+	// UpdateSession writes s.Updated and s.State of the session (s.Principal,
+	// s.ID).
 	UpdateSession(ctx context.Context, s *Session) error
 
 	// CreateRun inserts r together with the messages that start it (the
@@ -131,17 +139,17 @@ type Store interface {
 	// in seq order. limit <= 0 means all.
 	Events(ctx context.Context, run string, after int64, limit int) ([]Event, error)
 
-	// Messages returns up to limit transcript messages of session in
-	// force (not superseded), oldest first, ending before the message at
+	// Messages returns up to limit transcript messages of principal's
+	// session in force (not superseded), oldest first, ending before the message at
 	// position before (0: the newest), and whether older ones exist. Each message's position is returned in
 	// its ID ("m<position>").
-	Messages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
+	Messages(ctx context.Context, principal, session string, before int64, limit int) (msgs []Message, more bool, err error)
 	// RunMessages returns the transcript messages of run, oldest first,
 	// with their IDs as Messages gives them (none for an unknown run).
 	RunMessages(ctx context.Context, run string) ([]Message, error)
 
-	// Supersede discards run and every run of its session created after
-	// it (a regenerate, an edit), in one transaction: they and their
+	// Supersede discards run and every run of its session (its
+	// principal's) created after it (a regenerate, an edit), in one transaction: they and their
 	// messages stay, marked (Run.Superseded), but Messages leaves the
 	// messages out from then on, and a message committed later to one of
 	// them is born superseded. It returns the ids it marked, oldest first
@@ -150,7 +158,7 @@ type Store interface {
 	Supersede(ctx context.Context, run string, at time.Time) ([]string, error)
 	// AllMessages is Messages with the superseded messages too, in the
 	// same positions: a history that shows what was discarded.
-	AllMessages(ctx context.Context, session string, before int64, limit int) (msgs []Message, more bool, err error)
+	AllMessages(ctx context.Context, principal, session string, before int64, limit int) (msgs []Message, more bool, err error)
 
 	// PutID records a mapping; an existing (kind, scope, local) is replaced.
 	PutID(ctx context.Context, m IDMapping) error

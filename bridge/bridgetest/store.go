@@ -46,6 +46,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"MessagesPaging", testMessagesPaging},
 		{"RunMessages", testRunMessages},
 		{"Supersede", testSupersede},
+		{"SessionsPerPrincipal", testSessionsPerPrincipal},
 		{"IDMap", testIDMap},
 		{"InterruptRunning", testInterruptRunning},
 		{"InterruptRunningKeep", testInterruptRunningKeep},
@@ -158,11 +159,11 @@ func mustEvents(t *testing.T, s bridge.Store, run string, after int64, limit int
 	return evs
 }
 
-func mustMessages(t *testing.T, s bridge.Store, session string, before int64, limit int) ([]bridge.Message, bool) {
+func mustMessages(t *testing.T, s bridge.Store, principal, session string, before int64, limit int) ([]bridge.Message, bool) {
 	t.Helper()
-	msgs, more, err := s.Messages(t.Context(), session, before, limit)
+	msgs, more, err := s.Messages(t.Context(), principal, session, before, limit)
 	if err != nil {
-		t.Fatalf("Messages(%s, %d, %d): %v", session, before, limit, err)
+		t.Fatalf("Messages(%s, %s, %d, %d): %v", principal, session, before, limit, err)
 	}
 	return msgs, more
 }
@@ -213,47 +214,71 @@ func testSession(t *testing.T, s bridge.Store) {
 	if err := s.CreateSession(ctx, sess); err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
-	got, err := s.Session(ctx, "sess_1")
+	got, err := s.Session(ctx, "alice", "sess_1")
 	if err != nil {
 		t.Fatalf("Session: %v", err)
 	}
 	diff(t, "Session", sess, got)
 	wantUTC(t, "Session", got.Created, got.Updated)
+	// A session is named by its principal and id: another principal's
+	// session of the id is none.
+	for _, p := range []string{"mallory", ""} {
+		_, err := s.Session(ctx, p, "sess_1")
+		wantCode(t, "Session(another principal's)", err, bridge.CodeNotFound)
+	}
 
 	bare := &bridge.Session{ID: "sess_2", Created: at(time.Minute), Updated: at(time.Minute)}
 	if err := s.CreateSession(ctx, bare); err != nil {
 		t.Fatalf("CreateSession(no state): %v", err)
 	}
-	if got, err := s.Session(ctx, "sess_2"); err != nil {
+	if got, err := s.Session(ctx, "", "sess_2"); err != nil {
 		t.Fatalf("Session(no state): %v", err)
 	} else {
 		diff(t, "Session(no state)", bare, got)
 	}
 
-	dup := &bridge.Session{ID: "sess_1", Principal: "mallory", Created: at(time.Hour), Updated: at(time.Hour)}
+	dup := &bridge.Session{ID: "sess_1", Principal: "alice", Created: at(time.Hour), Updated: at(time.Hour)}
 	wantCode(t, "CreateSession(duplicate)", s.CreateSession(ctx, dup), bridge.CodeConflict)
-	if got, err := s.Session(ctx, "sess_1"); err != nil {
+	if got, err := s.Session(ctx, "alice", "sess_1"); err != nil {
 		t.Fatalf("Session after duplicate: %v", err)
 	} else {
 		diff(t, "Session after duplicate", sess, got)
 	}
+	// Another principal may have a session of the same id, its own.
+	theirs := &bridge.Session{ID: "sess_1", Principal: "mallory", Created: at(time.Hour), Updated: at(time.Hour), State: []byte(`{"m":1}`)}
+	if err := s.CreateSession(ctx, theirs); err != nil {
+		t.Fatalf("CreateSession(another principal's, same id): %v", err)
+	}
+	if got, err := s.Session(ctx, "mallory", "sess_1"); err != nil {
+		t.Fatalf("Session(mallory): %v", err)
+	} else {
+		diff(t, "Session(mallory)", theirs, got)
+	}
 
-	// UpdateSession writes Updated and State and nothing else.
+	// UpdateSession writes Updated and State of the principal's session and
+	// nothing else.
 	upd := *sess
-	upd.Principal, upd.Created = "mallory", at(time.Hour)
+	upd.Created = at(time.Hour)
 	upd.Updated, upd.State = at(2*time.Hour), []byte(`{"k":"w"}`)
 	if err := s.UpdateSession(ctx, &upd); err != nil {
 		t.Fatalf("UpdateSession: %v", err)
 	}
 	want := *sess
 	want.Updated, want.State = upd.Updated, upd.State
-	if got, err := s.Session(ctx, "sess_1"); err != nil {
+	if got, err := s.Session(ctx, "alice", "sess_1"); err != nil {
 		t.Fatalf("Session after update: %v", err)
 	} else {
 		diff(t, "Session after update", &want, got)
 	}
+	if got, err := s.Session(ctx, "mallory", "sess_1"); err != nil {
+		t.Fatalf("Session(mallory) after alice's update: %v", err)
+	} else {
+		diff(t, "Session(mallory) after alice's update", theirs, got)
+	}
 
 	wantCode(t, "UpdateSession(missing)", s.UpdateSession(ctx, &bridge.Session{ID: "nope", Updated: T0}), bridge.CodeNotFound)
+	wantCode(t, "UpdateSession(another principal's)",
+		s.UpdateSession(ctx, &bridge.Session{ID: "sess_2", Principal: "mallory", Updated: T0}), bridge.CodeNotFound)
 }
 
 func testRun(t *testing.T, s bridge.Store) {
@@ -294,7 +319,7 @@ func testRun(t *testing.T, s bridge.Store) {
 	wantCode(t, "CreateRun(duplicate)", s.CreateRun(ctx, dup, nil), bridge.CodeConflict)
 	diff(t, "Run after duplicate", running, mustGetRun(t, s, "run_1"))
 
-	msgs, _ := mustMessages(t, s, "sess_1", 0, 0)
+	msgs, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	diff(t, "input messages", input, msgs, ignoreMessageID)
 }
 
@@ -544,7 +569,7 @@ func testCommitRuns(t *testing.T, s bridge.Store) {
 		Messages: []bridge.Message{answer},
 	})
 	diff(t, "Run after commit", &ended, mustGetRun(t, s, "run_1"))
-	msgs, _ := mustMessages(t, s, "sess_1", 0, 0)
+	msgs, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	diff(t, "Messages after commit", []bridge.Message{answer}, msgs, ignoreMessageID)
 
 	// Continued, maybe on another upstream: running again, nothing
@@ -618,7 +643,7 @@ func testCommitAtomic(t *testing.T, s bridge.Store) {
 			}
 			diff(t, "events", base, mustEvents(t, s, "run_1", 0, 0))
 			diff(t, "run", before, mustGetRun(t, s, "run_1"))
-			msgs, _ := mustMessages(t, s, "sess_1", 0, 0)
+			msgs, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 			diff(t, "messages", []bridge.Message{input}, msgs, ignoreMessageID)
 		})
 	}
@@ -639,7 +664,7 @@ func testCommitCreates(t *testing.T, s bridge.Store) {
 	mustCommit(t, s, &bridge.Batch{Sessions: []*bridge.Session{sess}, NewRuns: []*bridge.Run{r},
 		Messages: []bridge.Message{input}, Events: []bridge.Event{started}})
 
-	got, err := s.Session(ctx, "sess_new")
+	got, err := s.Session(ctx, "alice", "sess_new")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +673,7 @@ func testCommitCreates(t *testing.T, s bridge.Store) {
 	want.LastSeq = 1
 	diff(t, "run", &want, mustGetRun(t, s, "run_new"))
 	diff(t, "events", []bridge.Event{started}, mustEvents(t, s, "run_new", 0, 0))
-	msgs, _ := mustMessages(t, s, "sess_new", 0, 0)
+	msgs, _ := mustMessages(t, s, "alice", "sess_new", 0, 0)
 	diff(t, "messages", []bridge.Message{input}, msgs, ignoreMessageID)
 
 	// The session exists now: the batch fails whole, its run is not created.
@@ -689,7 +714,7 @@ func testMessages(t *testing.T, s bridge.Store) {
 	mustCommit(t, s, &bridge.Batch{Messages: out})
 
 	want := slices.Concat(input, out)
-	got, more := mustMessages(t, s, "sess_1", 0, 0)
+	got, more := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	diff(t, "Messages", want, got, ignoreMessageID)
 	if more {
 		t.Errorf("Messages(all): more = true, want false")
@@ -704,11 +729,11 @@ func testMessages(t *testing.T, s bridge.Store) {
 		wantUTC(t, "message "+m.ID, m.Created)
 	}
 
-	other, _ := mustMessages(t, s, "sess_2", 0, 0)
+	other, _ := mustMessages(t, s, "alice", "sess_2", 0, 0)
 	if len(other) != 1 || other[0].Parts[0].Text != "elsewhere" {
 		t.Errorf("Messages(sess_2) = %+v, want its one message", other)
 	}
-	if got, more := mustMessages(t, s, "nope", 0, 10); len(got) != 0 || more {
+	if got, more := mustMessages(t, s, "alice", "nope", 0, 10); len(got) != 0 || more {
 		t.Errorf("Messages(unknown session) = %v, %v; want none, false", got, more)
 	}
 }
@@ -727,7 +752,7 @@ func testRunMessages(t *testing.T, s bridge.Store) {
 		t.Fatalf("RunMessages: %v", err)
 	}
 	diff(t, "RunMessages(run_1)", []bridge.Message{in1, out1}, got, ignoreMessageID)
-	all, _ := mustMessages(t, s, "sess_1", 0, 0)
+	all, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	if len(got) == 2 && len(all) == 3 && (got[0].ID != all[0].ID || got[1].ID != all[2].ID) {
 		t.Errorf("RunMessages ids %s %s, Messages gives %s %s", got[0].ID, got[1].ID, all[0].ID, all[2].ID)
 	}
@@ -752,22 +777,22 @@ func testSupersede(t *testing.T, s bridge.Store) {
 		mustCommit(t, s, &bridge.Batch{Messages: []bridge.Message{msg(id, bridge.RoleAssistant, "a"+id)}})
 	}
 	mustRun(t, s, newRun("run_x", "sess_2", "alice", at(time.Minute)), msg("run_x", bridge.RoleUser, "elsewhere"))
-	before, _ := mustMessages(t, s, "sess_1", 0, 0)
+	before, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 
 	ids, err := s.Supersede(ctx, "run_2", at(time.Hour))
 	if err != nil {
 		t.Fatalf("Supersede: %v", err)
 	}
 	diff(t, "Supersede ids", []string{"run_2", "run_3"}, ids)
-	kept, more := mustMessages(t, s, "sess_1", 0, 0)
+	kept, more := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	diff(t, "Messages after Supersede", before[:2], kept)
 	if more {
 		t.Errorf("Messages: more = true")
 	}
-	if page, more := mustMessages(t, s, "sess_1", position(t, before[4].ID), 1); len(page) != 1 || page[0].ID != before[1].ID || !more {
+	if page, more := mustMessages(t, s, "alice", "sess_1", position(t, before[4].ID), 1); len(page) != 1 || page[0].ID != before[1].ID || !more {
 		t.Errorf("Messages(before %s, 1) = %v, more %v; want %s and more", before[4].ID, page, more, before[1].ID)
 	}
-	all, _, err := s.AllMessages(ctx, "sess_1", 0, 0)
+	all, _, err := s.AllMessages(ctx, "alice", "sess_1", 0, 0)
 	if err != nil {
 		t.Fatalf("AllMessages: %v", err)
 	}
@@ -787,17 +812,80 @@ func testSupersede(t *testing.T, s bridge.Store) {
 
 	// A late message of a superseded run (its final, racing the discard).
 	mustCommit(t, s, &bridge.Batch{Messages: []bridge.Message{msg("run_3", bridge.RoleAssistant, "late")}})
-	if kept2, _ := mustMessages(t, s, "sess_1", 0, 0); len(kept2) != 2 {
+	if kept2, _ := mustMessages(t, s, "alice", "sess_1", 0, 0); len(kept2) != 2 {
 		t.Errorf("a message committed to a superseded run is in the transcript: %v", kept2)
 	}
 	if ids, err := s.Supersede(ctx, "run_3", at(2*time.Hour)); err != nil || len(ids) != 0 {
 		t.Errorf("Supersede(run_3) again = %v, %v; want none marked", ids, err)
 	}
-	if other, _ := mustMessages(t, s, "sess_2", 0, 0); len(other) != 1 {
+	if other, _ := mustMessages(t, s, "alice", "sess_2", 0, 0); len(other) != 1 {
 		t.Errorf("Messages(sess_2) = %v, want its one message", other)
 	}
 	_, err = s.Supersede(ctx, "nope", T0)
 	wantCode(t, "Supersede(unknown)", err, bridge.CodeNotFound)
+}
+
+// testSessionsPerPrincipal: two principals each have a session "demo",
+// created one directly and one by a batch, with runs and messages; each
+// principal's Messages, AllMessages and ListRuns hold its own only, and a
+// Supersede in one leaves the other's alone.
+func testSessionsPerPrincipal(t *testing.T, s bridge.Store) {
+	ctx := t.Context()
+	msg := func(run, text string) bridge.Message {
+		return bridge.Message{RunID: run, Created: T0, Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(text)}}
+	}
+	mustSession(t, s, "demo", "alice")
+	mustRun(t, s, newRun("run_a1", "demo", "alice", at(0)), msg("run_a1", "alice 1"))
+	// mallory's "demo", made by a batch as the engine makes a fresh one.
+	mustCommit(t, s, &bridge.Batch{Sessions: []*bridge.Session{{ID: "demo", Principal: "mallory", Created: at(time.Second), Updated: at(time.Second)}},
+		NewRuns: []*bridge.Run{newRun("run_m1", "demo", "mallory", at(time.Second))}, Messages: []bridge.Message{msg("run_m1", "mallory 1")}})
+	mustRun(t, s, newRun("run_a2", "demo", "alice", at(2*time.Second)), msg("run_a2", "alice 2"))
+	mustRun(t, s, newRun("run_m2", "demo", "mallory", at(3*time.Second)), msg("run_m2", "mallory 2"))
+
+	texts := func(principal string, all bool) []string {
+		t.Helper()
+		get := s.Messages
+		if all {
+			get = s.AllMessages
+		}
+		msgs, _, err := get(ctx, principal, "demo", 0, 0)
+		if err != nil {
+			t.Fatalf("messages of %s's demo: %v", principal, err)
+		}
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Text())
+		}
+		return out
+	}
+	diff(t, "alice's messages", []string{"alice 1", "alice 2"}, texts("alice", false))
+	diff(t, "mallory's messages", []string{"mallory 1", "mallory 2"}, texts("mallory", false))
+	diff(t, "the anonymous principal's messages", []string(nil), texts("", false))
+	for p, want := range map[string][]string{"alice": {"run_a2", "run_a1"}, "mallory": {"run_m2", "run_m1"}} {
+		runs, err := s.ListRuns(ctx, bridge.RunFilter{SessionID: "demo", Principal: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		diff(t, p+"'s runs of demo", want, ids)
+	}
+
+	ids, err := s.Supersede(ctx, "run_a1", at(time.Hour))
+	if err != nil {
+		t.Fatalf("Supersede: %v", err)
+	}
+	diff(t, "Supersede(alice's first run) marked", []string{"run_a1", "run_a2"}, ids)
+	diff(t, "alice's messages after Supersede", []string(nil), texts("alice", false))
+	diff(t, "alice's messages with the superseded", []string{"alice 1", "alice 2"}, texts("alice", true))
+	diff(t, "mallory's messages after alice's Supersede", []string{"mallory 1", "mallory 2"}, texts("mallory", false))
+	for _, id := range []string{"run_m1", "run_m2"} {
+		if mustGetRun(t, s, id).Superseded {
+			t.Errorf("alice's Supersede marked mallory's %s", id)
+		}
+	}
 }
 
 func testMessagesPaging(t *testing.T, s bridge.Store) {
@@ -811,7 +899,7 @@ func testMessagesPaging(t *testing.T, s bridge.Store) {
 	mustCommit(t, s, &bridge.Batch{Messages: all[3:5]})
 	mustCommit(t, s, &bridge.Batch{Messages: all[5:]})
 
-	stored, _ := mustMessages(t, s, "sess_1", 0, 0)
+	stored, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	if len(stored) != len(all) {
 		t.Fatalf("Messages(all) gave %d messages, want %d", len(stored), len(all))
 	}
@@ -841,7 +929,7 @@ func testMessagesPaging(t *testing.T, s bridge.Store) {
 			if tt.before >= 0 {
 				before = pos(tt.before)
 			}
-			got, more := mustMessages(t, s, "sess_1", before, tt.limit)
+			got, more := mustMessages(t, s, "alice", "sess_1", before, tt.limit)
 			diff(t, fmt.Sprintf("Messages(before=%d, limit=%d)", before, tt.limit), stored[tt.from:tt.to], got)
 			if more != tt.more {
 				t.Errorf("Messages(before=%d, limit=%d): more = %v, want %v", before, tt.limit, more, tt.more)
@@ -853,7 +941,7 @@ func testMessagesPaging(t *testing.T, s bridge.Store) {
 	var walked []bridge.Message
 	var before int64
 	for range len(all) + 1 {
-		page, more := mustMessages(t, s, "sess_1", before, 2)
+		page, more := mustMessages(t, s, "alice", "sess_1", before, 2)
 		walked = append(slices.Clone(page), walked...)
 		if !more {
 			break
@@ -1054,7 +1142,7 @@ func testNotFound(t *testing.T, s bridge.Store) {
 		name string
 		call func() error
 	}{
-		{"Session", func() error { _, err := s.Session(ctx, "nope"); return err }},
+		{"Session", func() error { _, err := s.Session(ctx, "alice", "nope"); return err }},
 		{"UpdateSession", func() error { return s.UpdateSession(ctx, &bridge.Session{ID: "nope", Updated: T0}) }},
 		{"Run", func() error { _, err := s.Run(ctx, "nope"); return err }},
 		{"RunByClientID", func() error { _, err := s.RunByClientID(ctx, "alice", "nope"); return err }},
@@ -1142,7 +1230,7 @@ func testConcurrentCommit(t *testing.T, s bridge.Store) {
 			t.Errorf("%s LastSeq = %d, want %d", runID(w), got, batches*perBatch)
 		}
 	}
-	msgs, _ := mustMessages(t, s, "sess_1", 0, 0)
+	msgs, _ := mustMessages(t, s, "alice", "sess_1", 0, 0)
 	if len(msgs) != writers*batches {
 		t.Errorf("got %d messages, want %d", len(msgs), writers*batches)
 	}

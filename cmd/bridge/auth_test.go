@@ -39,7 +39,7 @@ func do(t *testing.T, method, url, key, body string, hdr ...string) (int, string
 }
 
 // TestIsolation: key B cannot read, resume, cancel or join key A's session
-// or run; requests without a valid key get 401 in OpenAI's shape.
+// or run (the session id B names is B's own); requests without a valid key get 401 in OpenAI's shape.
 func TestIsolation(t *testing.T) {
 	t.Setenv("BRIDGE_API_KEYS", "key-a-secret,key-b-secret")
 	t.Setenv("BRIDGE_API_KEY", "")
@@ -87,15 +87,20 @@ func TestIsolation(t *testing.T) {
 			t.Errorf("key B %s %s: %d %s, want 404 and no data", p.method, p.path, status, body)
 		}
 	}
-	status, body := do(t, "POST", base+"/v1/chat/completions", "key-b-secret", chatBody, "X-Session-Id", "sess-a")
-	if status != 404 {
-		t.Errorf("key B joining key A's session: %d %s", status, body)
+	// Key B naming "sess-a" names a session of its own (ids are per
+	// principal): it never joins A's.
+	status, body := do(t, "POST", base+"/v1/chat/completions", "key-b-secret",
+		`{"model":"echo","messages":[{"role":"user","content":"b's own words"}]}`, "X-Session-Id", "sess-a")
+	if status != 200 || strings.Contains(body, "secret plan") {
+		t.Errorf("key B's own sess-a: %d %s", status, body)
 	}
-	// The history B could not read is intact for A.
-	_, body = do(t, "GET", base+"/v1/sessions/sess-a/history", "key-a-secret", "")
-	var h struct{ Messages []json.RawMessage }
-	if err := json.Unmarshal([]byte(body), &h); err != nil || len(h.Messages) != 2 {
-		t.Errorf("key A's history: %s", body)
+	// A's history is intact, and B's holds B's turn alone.
+	for key, want := range map[string]string{"key-a-secret": "a secret plan", "key-b-secret": "b's own words"} {
+		_, body = do(t, "GET", base+"/v1/sessions/sess-a/history", key, "")
+		var h struct{ Messages []json.RawMessage }
+		if err := json.Unmarshal([]byte(body), &h); err != nil || len(h.Messages) != 2 || !strings.Contains(body, want) {
+			t.Errorf("%s's history of sess-a: %s", key, body)
+		}
 	}
 }
 

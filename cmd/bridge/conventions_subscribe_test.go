@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 )
@@ -227,8 +229,10 @@ func readChannelRunTail(t *testing.T, ch *convStream) []sseFrame {
 	}
 }
 
-// TestSubscribeForeignPrincipal: a session channel of another principal's
-// session is a 404, and it gets nothing of its runs.
+// TestSubscribeForeignPrincipal: session ids are per principal, so the
+// channel another principal opens on the same id is a channel of its own
+// (empty, waiting for its first run, as for any id not yet used): it gets
+// nothing of the first principal's runs, those before it opened or after.
 func TestSubscribeForeignPrincipal(t *testing.T) {
 	t.Setenv("BRIDGE_API_KEYS", "sub-key-one,sub-key-two")
 	m := newConvModel(t)
@@ -236,22 +240,41 @@ func TestSubscribeForeignPrincipal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 	defer cancel()
 	sid := convID("foreign")
-	body := map[string]any{"model": convModelName, "stream": false, "messages": []any{map[string]any{"role": "user", "content": sayPrompt("mine")}}}
-	resp := convSend(ctx, t, "POST", front+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sub-key-one", "X-Session-Id": sid})
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("run: %d", resp.StatusCode)
-	}
-	for _, format := range []string{"openai", "a2a", "adk", "hermes"} {
-		resp := convSend(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format="+format, nil, map[string]string{"Authorization": "Bearer sub-key-two"})
-		b, _ := io.ReadAll(resp.Body)
+	one := map[string]string{"Authorization": "Bearer sub-key-one", "X-Session-Id": sid}
+	turn := func(text string) string {
+		t.Helper()
+		body := map[string]any{"model": convModelName, "stream": false, "messages": []any{map[string]any{"role": "user", "content": sayPrompt(text)}}}
+		resp := convSend(ctx, t, "POST", front+"/v1/chat/completions", body, one)
+		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound || strings.Contains(string(b), "run_") {
-			t.Errorf("%s: another principal's channel: %d %s, want 404 and nothing of the runs", format, resp.StatusCode, b)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("run: %d", resp.StatusCode)
+		}
+		return resp.Header.Get("X-Run-Id")
+	}
+	first := turn("mine")
+	formats := []string{"openai", "a2a", "adk", "hermes"}
+	theirs := make([]*convStream, len(formats))
+	var wg sync.WaitGroup
+	for i, format := range formats {
+		theirs[i] = openStream(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format="+format, nil, map[string]string{"Authorization": "Bearer sub-key-two"})
+		wg.Go(func() { theirs[i].until(func([]sseFrame) bool { return false }) }) // reads until closed
+	}
+	// Its owner's channel carries the next run; the other principal's carry nothing.
+	mine := openStream(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format=openai", nil, map[string]string{"Authorization": "Bearer sub-key-one"})
+	second := turn("again")
+	if !mine.until(func(fs []sseFrame) bool { return strings.Contains(rawOf(fs), second) }) {
+		t.Fatalf("the owner's channel never carried run %s: %v\n%s", second, mine.err, rawOf(mine.frames))
+	}
+	mine.close()
+	time.Sleep(200 * time.Millisecond) // time for a leak to arrive
+	for _, ch := range theirs {
+		ch.close()
+	}
+	wg.Wait()
+	for i, ch := range theirs {
+		if raw := rawOf(ch.frames); strings.Contains(raw, first) || strings.Contains(raw, second) || strings.Contains(raw, "run_") {
+			t.Errorf("%s: another principal's channel of the same id carried the owner's runs:\n%s", formats[i], raw)
 		}
 	}
-	// Its owner gets the channel.
-	ch := openStream(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format=openai", nil, map[string]string{"Authorization": "Bearer sub-key-one"})
-	ch.close()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/inbound"
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
@@ -464,7 +465,7 @@ func TestReplaceFrom(t *testing.T) {
 
 			// The store holds each kept message once, and every turn of
 			// the discarded runs, marked.
-			all, _, err := m.Store().AllMessages(t.Context(), bs, 0, 0)
+			all, _, err := m.Store().AllMessages(t.Context(), "key-"+inbound.HashKey(replaceKey)[:12], bs, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

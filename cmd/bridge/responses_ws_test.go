@@ -452,7 +452,7 @@ func TestResponsesCompact(t *testing.T) {
 	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "My name is Grace.") || !strings.Contains(body, "Summarize the conversation") {
 		t.Errorf("the summary call did not carry the previous conversation and the prompt: %s", body)
 	}
-	msgs, _, err := m.Store().Messages(t.Context(), session, 0, 0)
+	msgs, _, err := m.Store().Messages(t.Context(), "default", session, 0, 0) // BRIDGE_API_KEY is principal "default"
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // in (a bridge.Store is one).
 type Store interface {
 	CreateSession(ctx context.Context, s *bridge.Session) error
-	Session(ctx context.Context, id string) (*bridge.Session, error)
+	Session(ctx context.Context, principal, id string) (*bridge.Session, error)
 	UpdateSession(ctx context.Context, s *bridge.Session) error
 	PutID(ctx context.Context, m bridge.IDMapping) error
 	RemoteID(ctx context.Context, kind bridge.IDKind, scope, local string) (string, error)
@@ -78,15 +78,12 @@ func (h *Handler) find(ctx context.Context, app, user, id string) (*record, erro
 	if err != nil || bid == "" {
 		return nil, notFound
 	}
-	s, err := h.cfg.Store.Session(ctx, bid)
+	s, err := h.cfg.Store.Session(ctx, p, bid)
 	if err != nil {
 		if bridge.ErrorCode(err) == bridge.CodeNotFound {
 			return nil, notFound
 		}
 		return nil, err
-	}
-	if s.Principal != p {
-		return nil, notFound
 	}
 	r, err := decodeRecord(s)
 	if err != nil || r.Deleted {
@@ -154,7 +151,7 @@ func (h *Handler) index(ctx context.Context, app, user string, edit func([]strin
 	p := bridge.PrincipalFromContext(ctx)
 	id := indexID(p, app, user)
 	now := h.cfg.Now().UTC()
-	s, err := h.cfg.Store.Session(ctx, id)
+	s, err := h.cfg.Store.Session(ctx, p, id)
 	fresh := false
 	switch {
 	case bridge.ErrorCode(err) == bridge.CodeNotFound:
@@ -175,7 +172,8 @@ func (h *Handler) index(ctx context.Context, app, user string, edit func([]strin
 
 // list returns the ids of a user's ADK sessions, oldest first.
 func (h *Handler) list(ctx context.Context, app, user string) ([]string, error) {
-	s, err := h.cfg.Store.Session(ctx, indexID(bridge.PrincipalFromContext(ctx), app, user))
+	p := bridge.PrincipalFromContext(ctx)
+	s, err := h.cfg.Store.Session(ctx, p, indexID(p, app, user))
 	if bridge.ErrorCode(err) == bridge.CodeNotFound {
 		return nil, nil
 	}

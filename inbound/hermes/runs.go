@@ -80,7 +80,10 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var s *session
+	var (
+		s    *session
+		made bool // this request registered s
+	)
 	if tr.SessionID != "" {
 		s, err = h.lookup(ctx, tr.SessionID)
 		if err != nil && bridge.ErrorCode(err) == bridge.CodeNotFound {
@@ -89,7 +92,9 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s = &session{id: tr.SessionID, created: h.cfg.Now().UTC()}
-			if err = h.register(ctx, s); err != nil && bridge.ErrorCode(err) == bridge.CodeConflict {
+			if err = h.register(ctx, s); err == nil {
+				made = true
+			} else if bridge.ErrorCode(err) == bridge.CodeConflict {
 				s, err = h.lookup(ctx, tr.SessionID)
 			}
 		}
@@ -103,9 +108,13 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 			h.WriteError(w, err)
 			return
 		}
+		made = true
 	}
 	run, err := h.startTurn(ctx, s, tr, body, key)
 	if err != nil {
+		if made {
+			h.unregister(ctx, s) // a refused run leaves no session behind
+		}
 		h.WriteError(w, err)
 		return
 	}

@@ -218,6 +218,22 @@ func (h *Handler) register(ctx context.Context, s *session) error {
 	return nil
 }
 
+// unregister forgets s, a session of the caller that register added for
+// a run the engine then refused, unless the store holds it by now (a
+// turn of it started meanwhile): the refused request leaves no session to
+// find, patch, fork or delete.
+func (h *Handler) unregister(ctx context.Context, s *session) {
+	if _, err := h.cfg.Engine.History(ctx, s.id, "", 1); err == nil {
+		return
+	}
+	k := sessionKey{bridge.PrincipalFromContext(ctx), s.id}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[k] == s {
+		delete(h.sessions, k)
+	}
+}
+
 func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	o, err := h.body(w, r)
 	if err != nil {

@@ -279,7 +279,7 @@ func (h *Handler) checkResults(ctx context.Context, req *bridge.Request) error {
 	}
 	msgs := req.Messages
 	if !req.Full {
-		prior, _, err := h.rec.s.Messages(ctx, req.SessionID, 0, 0)
+		prior, _, err := h.rec.s.Messages(ctx, bridge.PrincipalFromContext(ctx), req.SessionID, 0, 0)
 		if err != nil {
 			return err
 		}
@@ -369,7 +369,7 @@ func (h *Handler) transcript(ctx context.Context, prev *record) ([]bridge.Messag
 	if prev.End != 0 {
 		before = prev.End + 1
 	}
-	msgs, _, err := h.rec.s.Messages(ctx, prev.SessionID, before, 0)
+	msgs, _, err := h.rec.s.Messages(ctx, prev.Principal, prev.SessionID, before, 0)
 	if err != nil {
 		return nil, err
 	}

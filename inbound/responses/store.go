@@ -14,7 +14,7 @@ import (
 // Store is the part of bridge.Store the handler reads: a session's
 // transcript, for a branch.
 type Store interface {
-	Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error)
+	Messages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error)
 }
 
 // record is a stored response.
@@ -63,10 +63,10 @@ func (rs records) end(ctx context.Context, principal, session string, pos int64)
 	return rs.resp.EndResponses(ctx, principal, session, pos)
 }
 
-// lastPosition is the position of the last message of session, 0 when it
-// has none.
+// lastPosition is the position of the last message of the caller's
+// session, 0 when it has none.
 func (rs records) lastPosition(ctx context.Context, session string) (int64, error) {
-	msgs, _, err := rs.s.Messages(ctx, session, 0, 1)
+	msgs, _, err := rs.s.Messages(ctx, bridge.PrincipalFromContext(ctx), session, 0, 1)
 	if err != nil || len(msgs) == 0 {
 		return 0, err
 	}

@@ -146,7 +146,7 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		resume = &cc
 	}
-	wake := e.WatchSession(sid)
+	wake := e.WatchSession(ctx, sid)
 	runs, err := e.SessionRuns(ctx, sid)
 	if err != nil {
 		d.WriteError(w, err)
@@ -234,7 +234,7 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		}
-		wake = e.WatchSession(sid)
+		wake = e.WatchSession(ctx, sid)
 		if runs, err = e.SessionRuns(ctx, sid); err != nil {
 			return // the session went away (or to another principal)
 		}

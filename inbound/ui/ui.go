@@ -436,7 +436,9 @@ func (b *bufWriter) Write(p []byte) (int, error) {
 }
 
 // SessionPage is GET /ui/api/sessions/{session}: its runs, oldest first,
-// and its transcript.
+// and its transcript. A session is named by its principal and id: the
+// caller's own, or for an admin the one ?principal= names (by default the
+// principal of the newest run of a session of that id).
 type SessionPage struct {
 	Session  *bridge.Session  `json:"session"`
 	Runs     []*bridge.Run    `json:"runs"`
@@ -448,16 +450,24 @@ type SessionPage struct {
 func (h *Handler) session(r *http.Request, u who) (any, error) {
 	ctx := r.Context()
 	id := r.PathValue("session")
-	s, err := h.cfg.Store.Session(ctx, id)
-	if err != nil || !u.admin && s.Principal != u.principal {
+	principal := u.principal
+	if u.admin {
+		if q := r.URL.Query(); q.Has("principal") {
+			principal = q.Get("principal")
+		} else if newest, err := h.cfg.Store.ListRuns(ctx, bridge.RunFilter{SessionID: id, Limit: 1}); err == nil && len(newest) == 1 {
+			principal = newest[0].Principal
+		}
+	}
+	s, err := h.cfg.Store.Session(ctx, principal, id)
+	if err != nil {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
 	}
-	runs, err := h.cfg.Store.ListRuns(ctx, bridge.RunFilter{SessionID: id, Limit: 500})
+	runs, err := h.cfg.Store.ListRuns(ctx, bridge.RunFilter{SessionID: id, Principal: principal, Limit: 500})
 	if err != nil {
 		return nil, err
 	}
 	slices.Reverse(runs)
-	msgs, more, err := h.cfg.Store.Messages(ctx, id, 0, 500)
+	msgs, more, err := h.cfg.Store.Messages(ctx, principal, id, 0, 500)
 	if err != nil {
 		return nil, err
 	}

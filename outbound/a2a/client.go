@@ -304,17 +304,22 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 	if err != nil {
 		return nil, err
 	}
-	var contextID string
-	if c.cfg.IDs != nil && run.SessionID != "" {
-		contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, run.SessionID)
+	// The id map names the session by req.SessionID (the engine's key for
+	// the session and its principal), as Open recorded it.
+	var (
+		transcript []bridge.Message
+		session    = run.SessionID
+		contextID  string
+	)
+	if req != nil {
+		transcript, session = req.Messages, req.SessionID
+	}
+	if c.cfg.IDs != nil && session != "" {
+		contextID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDSession, c.cfg.Name, session)
 	}
 	dec := wire.NewStreamDecoder(c.cfg.Profile)
 	dec.Resume(taskID, contextID, events)
-	var transcript []bridge.Message
-	if req != nil {
-		transcript = req.Messages
-	}
-	k := &call{c: c, card: card, ctx: ctx, run: run.ID, session: run.SessionID,
+	k := &call{c: c, card: card, ctx: ctx, run: run.ID, session: session,
 		transcript: transcript, dec: dec, recorded: true}
 	k.taskID.Store(taskID)
 	if err := k.resume(); err != nil {

@@ -34,7 +34,7 @@ type Store struct {
 
 	mu       sync.RWMutex
 	closed   bool
-	sessions map[string]*bridge.Session
+	sessions map[sessionKey]*bridge.Session
 	runs     map[string]*runRow
 	order    int64 // creation order of runs, for ListRuns' ties
 	events   map[string][]bridge.Event
@@ -49,8 +49,13 @@ type runRow struct {
 	order int64
 }
 
+// sessionKey names a session: its principal and its id together.
+type sessionKey struct{ principal, id string }
+
+func keyOf(s *bridge.Session) sessionKey { return sessionKey{s.Principal, s.ID} }
+
 type message struct {
-	session    string
+	session    sessionKey
 	msg        bridge.Message
 	superseded bool // its run was superseded (Store.Supersede)
 }
@@ -68,7 +73,7 @@ func New(now func() time.Time) *Store {
 	}
 	return &Store{
 		now:      now,
-		sessions: make(map[string]*bridge.Session),
+		sessions: make(map[sessionKey]*bridge.Session),
 		runs:     make(map[string]*runRow),
 		events:   make(map[string][]bridge.Event),
 		ids:      make(map[idKey]string),
@@ -143,7 +148,8 @@ func (s *Store) write(fn func() error) error {
 	return fn()
 }
 
-// CreateSession inserts sess; CodeConflict if its id exists.
+// CreateSession inserts sess; CodeConflict if its principal has a session
+// of its id.
 func (s *Store) CreateSession(_ context.Context, sess *bridge.Session) error {
 	if sess.ID == "" {
 		return bridge.Errorf(bridge.CodeInvalid, "create session: empty id")
@@ -158,17 +164,19 @@ func (s *Store) CreateSession(_ context.Context, sess *bridge.Session) error {
 }
 
 func (s *Store) createSession(sess *bridge.Session) error {
-	if _, ok := s.sessions[sess.ID]; ok {
+	if _, ok := s.sessions[keyOf(sess)]; ok {
 		return bridge.Errorf(bridge.CodeConflict, "create session: session %q exists", sess.ID)
 	}
-	s.sessions[sess.ID] = cloneSession(sess)
+	s.sessions[keyOf(sess)] = cloneSession(sess)
 	return nil
 }
 
-func (s *Store) Session(_ context.Context, id string) (*bridge.Session, error) {
+// Session returns principal's session id; another principal's session of
+// that id is not found.
+func (s *Store) Session(_ context.Context, principal, id string) (*bridge.Session, error) {
 	var out *bridge.Session
 	err := s.read(func() error {
-		sess, ok := s.sessions[id]
+		sess, ok := s.sessions[sessionKey{principal, id}]
 		if !ok {
 			return bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
 		}
@@ -178,10 +186,11 @@ func (s *Store) Session(_ context.Context, id string) (*bridge.Session, error) {
 	return out, err
 }
 
-// UpdateSession writes sess.Updated and sess.State.
+// UpdateSession writes sess.Updated and sess.State of the session
+// (sess.Principal, sess.ID).
 func (s *Store) UpdateSession(_ context.Context, sess *bridge.Session) error {
 	return s.write(func() error {
-		cur, ok := s.sessions[sess.ID]
+		cur, ok := s.sessions[keyOf(sess)]
 		if !ok {
 			return bridge.Errorf(bridge.CodeNotFound, "update session: session %q not found", sess.ID)
 		}
@@ -310,7 +319,7 @@ func (s *Store) Commit(_ context.Context, b *bridge.Batch) error {
 			if sess.Updated.IsZero() {
 				sess.Updated = sess.Created
 			}
-			s.sessions[sess.ID] = cloneSession(sess)
+			s.sessions[keyOf(sess)] = cloneSession(sess)
 		}
 		for _, r := range b.NewRuns {
 			if r.Created.IsZero() {
@@ -340,15 +349,15 @@ func (s *Store) Commit(_ context.Context, b *bridge.Batch) error {
 
 // check finds what would fail b, before anything of it is written.
 func (s *Store) check(b *bridge.Batch) error {
-	newSessions := map[string]bool{}
+	newSessions := map[sessionKey]bool{}
 	for _, sess := range b.Sessions {
 		if sess.ID == "" {
 			return bridge.Errorf(bridge.CodeInvalid, "create session: empty id")
 		}
-		if _, ok := s.sessions[sess.ID]; ok || newSessions[sess.ID] {
+		if _, ok := s.sessions[keyOf(sess)]; ok || newSessions[keyOf(sess)] {
 			return bridge.Errorf(bridge.CodeConflict, "create session: session %q exists", sess.ID)
 		}
-		newSessions[sess.ID] = true
+		newSessions[keyOf(sess)] = true
 	}
 	newRuns := map[string]bool{}
 	for _, r := range b.NewRuns {
@@ -409,7 +418,7 @@ func (s *Store) addMessages(msgs []bridge.Message) error {
 			m.Created = s.now().UTC()
 		}
 		m.ID = ""
-		s.messages = append(s.messages, message{session: row.run.SessionID, msg: m, superseded: row.run.Superseded})
+		s.messages = append(s.messages, message{session: sessionKey{row.run.Principal, row.run.SessionID}, msg: m, superseded: row.run.Superseded})
 	}
 	return nil
 }
@@ -435,15 +444,15 @@ func (s *Store) positioned(i int) bridge.Message {
 }
 
 // Messages leaves out the superseded messages; AllMessages does not.
-func (s *Store) Messages(_ context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.sessionMessages(session, before, limit, false)
+func (s *Store) Messages(_ context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.sessionMessages(sessionKey{principal, session}, before, limit, false)
 }
 
-func (s *Store) AllMessages(_ context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.sessionMessages(session, before, limit, true)
+func (s *Store) AllMessages(_ context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.sessionMessages(sessionKey{principal, session}, before, limit, true)
 }
 
-func (s *Store) sessionMessages(session string, before int64, limit int, all bool) ([]bridge.Message, bool, error) {
+func (s *Store) sessionMessages(session sessionKey, before int64, limit int, all bool) ([]bridge.Message, bool, error) {
 	var (
 		out  []bridge.Message
 		more bool
@@ -482,7 +491,7 @@ func (s *Store) RunMessages(_ context.Context, run string) ([]bridge.Message, er
 	return out, err
 }
 
-// Supersede marks run and the runs of its session after it (by Created,
+// Supersede marks run and the runs of its session (its principal's) after it (by Created,
 // then creation order, as ListRuns sorts them) superseded, with their
 // messages.
 func (s *Store) Supersede(_ context.Context, run string, _ time.Time) ([]string, error) {
@@ -498,7 +507,7 @@ func (s *Store) Supersede(_ context.Context, run string, _ time.Time) ([]string,
 		for _, row := range rows {
 			r := &row.run
 			later := r.Created.After(target.run.Created) || r.Created.Equal(target.run.Created) && row.order >= target.order
-			if r.SessionID != target.run.SessionID || r.Superseded || !later {
+			if r.SessionID != target.run.SessionID || r.Principal != target.run.Principal || r.Superseded || !later {
 				continue
 			}
 			r.Superseded = true

@@ -257,14 +257,16 @@ func nullText(b []byte) *string {
 	return &v
 }
 
-func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error) {
+// Session returns principal's session id; another principal's session of
+// that id is not found.
+func (s *Store) Session(ctx context.Context, principal, id string) (*bridge.Session, error) {
 	var (
-		sess             = bridge.Session{ID: id}
+		sess             = bridge.Session{ID: id, Principal: principal}
 		created, updated int64
 		state            *string
 	)
-	err := s.db().QueryRow(ctx, `SELECT principal, created, updated, state FROM sessions WHERE id = $1`, id).
-		Scan(&sess.Principal, &created, &updated, &state)
+	err := s.db().QueryRow(ctx, `SELECT created, updated, state FROM sessions WHERE principal = $1 AND id = $2`, principal, id).
+		Scan(&created, &updated, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
 	}
@@ -278,10 +280,11 @@ func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error)
 	return &sess, nil
 }
 
-// UpdateSession writes sess.Updated and sess.State.
+// UpdateSession writes sess.Updated and sess.State of the session
+// (sess.Principal, sess.ID).
 func (s *Store) UpdateSession(ctx context.Context, sess *bridge.Session) error {
-	tag, err := s.db().Exec(ctx, `UPDATE sessions SET updated = $1, state = $2 WHERE id = $3`,
-		unixNano(sess.Updated), nullText(sess.State), sess.ID)
+	tag, err := s.db().Exec(ctx, `UPDATE sessions SET updated = $1, state = $2 WHERE principal = $3 AND id = $4`,
+		unixNano(sess.Updated), nullText(sess.State), sess.Principal, sess.ID)
 	if err != nil {
 		return fmt.Errorf("update session id=%s: %w", sess.ID, err)
 	}
@@ -634,8 +637,8 @@ func (s *Store) addMessages(ctx context.Context, tx pgx.Tx, msgs []bridge.Messag
 		if err != nil {
 			return fmt.Errorf("add message run=%s: encode: %w", runID, err)
 		}
-		batch.Queue(`INSERT INTO messages (session_id, run_id, role, payload, created, superseded)
-			SELECT session_id, id, $2, $3, $4, superseded <> 0 FROM runs WHERE id = $1`, runID, string(m.Role), string(p), created)
+		batch.Queue(`INSERT INTO messages (session_id, principal, run_id, role, payload, created, superseded)
+			SELECT session_id, principal, id, $2, $3, $4, superseded <> 0 FROM runs WHERE id = $1`, runID, string(m.Role), string(p), created)
 	}
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
@@ -717,27 +720,27 @@ func scanMessages(rows pgx.Rows, msgs []bridge.Message) ([]bridge.Message, error
 	return msgs, rows.Err()
 }
 
-// Messages returns up to limit messages of session, oldest first, ending
+// Messages returns up to limit messages of principal's session, oldest first, ending
 // before position before (0: the newest), and whether older ones exist.
 //
 // Messages leaves the superseded messages out; AllMessages does not.
-func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.messages(ctx, messagesInForce, session, before, limit)
+func (s *Store) Messages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesInForce, principal, session, before, limit)
 }
 
-func (s *Store) AllMessages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.messages(ctx, messagesAll, session, before, limit)
+func (s *Store) AllMessages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesAll, principal, session, before, limit)
 }
 
 // The queries of Messages and AllMessages.
 const (
 	messagesInForce = `SELECT position, run_id, created, payload FROM messages
-		WHERE session_id = $1 AND position < $2 AND NOT superseded ORDER BY position DESC LIMIT $3`
+		WHERE session_id = $1 AND principal = $4 AND position < $2 AND NOT superseded ORDER BY position DESC LIMIT $3`
 	messagesAll = `SELECT position, run_id, created, payload FROM messages
-		WHERE session_id = $1 AND position < $2 ORDER BY position DESC LIMIT $3`
+		WHERE session_id = $1 AND principal = $4 AND position < $2 ORDER BY position DESC LIMIT $3`
 )
 
-func (s *Store) messages(ctx context.Context, query, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+func (s *Store) messages(ctx context.Context, query, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -745,7 +748,7 @@ func (s *Store) messages(ctx context.Context, query, session string, before int6
 	if limit > 0 {
 		fetch = int64(limit) + 1 // one more tells whether older ones exist
 	}
-	rows, err := s.db().Query(ctx, query, session, before, fetch)
+	rows, err := s.db().Query(ctx, query, session, before, fetch, principal)
 	if err != nil {
 		return nil, false, fmt.Errorf("messages session=%s: %w", session, err)
 	}
@@ -777,7 +780,7 @@ func (s *Store) RunMessages(ctx context.Context, run string) ([]bridge.Message, 
 	return msgs, nil
 }
 
-// Supersede marks run and every later run of its session (by created,
+// Supersede marks run and every later run of its session (its principal's; by created,
 // then creation order) superseded at at, with their messages, in one
 // transaction; it returns the ids it marked, oldest first.
 func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]string, error) {
@@ -785,10 +788,11 @@ func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]stri
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		ids = ids[:0]
 		var (
-			session      string
-			created, ord int64
+			session, principal string
+			created, ord       int64
 		)
-		err := tx.QueryRow(ctx, `SELECT session_id, created, ord FROM runs WHERE id = $1`, run).Scan(&session, &created, &ord)
+		err := tx.QueryRow(ctx, `SELECT session_id, principal, created, ord FROM runs WHERE id = $1`, run).
+			Scan(&session, &principal, &created, &ord)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", run)
 		}
@@ -796,8 +800,8 @@ func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]stri
 			return err
 		}
 		rows, err := tx.Query(ctx, `UPDATE runs SET superseded = $1
-			WHERE session_id = $2 AND superseded = 0 AND (created > $3 OR created = $3 AND ord >= $4)
-			RETURNING id, created, ord`, max(unixNano(at), 1), session, created, ord)
+			WHERE session_id = $2 AND principal = $5 AND superseded = 0 AND (created > $3 OR created = $3 AND ord >= $4)
+			RETURNING id, created, ord`, max(unixNano(at), 1), session, created, ord, principal)
 		if err != nil {
 			return err
 		}

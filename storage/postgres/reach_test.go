@@ -32,7 +32,7 @@ func TestUnreachable(t *testing.T) {
 	unavailable := func(what string, limit time.Duration) {
 		t.Helper()
 		start := time.Now()
-		_, err := s.Session(ctx, "s")
+		_, err := s.Session(ctx, "", "s")
 		took := time.Since(start)
 		var be *bridge.Error
 		if !errors.As(err, &be) || be.Code != bridge.CodeUnavailable || be.RetryAfter <= 0 {
@@ -47,7 +47,7 @@ func TestUnreachable(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			_, err := s.Session(ctx, "s")
+			_, err := s.Session(ctx, "", "s")
 			if err == nil {
 				return
 			}
@@ -74,10 +74,10 @@ func TestUnreachable(t *testing.T) {
 	// call goes through.
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Session(gone, "s"); err == nil || bridge.ErrorCode(err) == bridge.CodeUnavailable {
+	if _, err := s.Session(gone, "", "s"); err == nil || bridge.ErrorCode(err) == bridge.CodeUnavailable {
 		t.Fatalf("a cancelled call: %v, want the cancellation, not CodeUnavailable", err)
 	}
-	if _, err := s.Session(ctx, "s"); err != nil {
+	if _, err := s.Session(ctx, "", "s"); err != nil {
 		t.Fatalf("after a cancelled call: %v", err)
 	}
 }

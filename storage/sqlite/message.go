@@ -83,28 +83,28 @@ func scanMessages(rows *sql.Rows, msgs []bridge.Message) ([]bridge.Message, erro
 	return msgs, rows.Err()
 }
 
-// Messages returns the newest limit messages of session in force (not
+// Messages returns the newest limit messages of principal's session in force (not
 // superseded) whose position is below before (before <= 0: no bound),
 // oldest first, and whether older ones exist. limit <= 0 means all. Each
 // message's ID is "m<position>".
-func (s *Store) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.messages(ctx, messagesInForce, session, before, limit)
+func (s *Store) Messages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesInForce, principal, session, before, limit)
 }
 
 // AllMessages is Messages with the superseded messages too.
-func (s *Store) AllMessages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
-	return s.messages(ctx, messagesAll, session, before, limit)
+func (s *Store) AllMessages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+	return s.messages(ctx, messagesAll, principal, session, before, limit)
 }
 
 // The queries of Messages and AllMessages.
 const (
 	messagesInForce = `SELECT position, run_id, created, payload FROM messages
-		WHERE session_id = ? AND position < ? AND superseded = 0 ORDER BY position DESC LIMIT ?`
+		WHERE session_id = ? AND principal = ? AND position < ? AND superseded = 0 ORDER BY position DESC LIMIT ?`
 	messagesAll = `SELECT position, run_id, created, payload FROM messages
-		WHERE session_id = ? AND position < ? ORDER BY position DESC LIMIT ?`
+		WHERE session_id = ? AND principal = ? AND position < ? ORDER BY position DESC LIMIT ?`
 )
 
-func (s *Store) messages(ctx context.Context, query, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+func (s *Store) messages(ctx context.Context, query, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -114,7 +114,7 @@ func (s *Store) messages(ctx context.Context, query, session string, before int6
 	}
 	var msgs []bridge.Message
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, session, before, fetch)
+		rows, err := tx.QueryContext(ctx, query, session, principal, before, fetch)
 		if err != nil {
 			return err
 		}
@@ -133,17 +133,18 @@ func (s *Store) messages(ctx context.Context, query, session string, before int6
 	return msgs, more, nil
 }
 
-// Supersede marks run and every later run of its session (by creation,
+// Supersede marks run and every later run of its session (its principal's; by creation,
 // ties in insertion order) superseded at at, with their messages, in one
 // transaction; it returns the ids it marked, oldest first.
 func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]string, error) {
 	var ids []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var (
-			session        string
-			created, rowid int64
+			session, principal string
+			created, rowid     int64
 		)
-		err := tx.QueryRowContext(ctx, `SELECT session_id, created, rowid FROM runs WHERE id = ?`, run).Scan(&session, &created, &rowid)
+		err := tx.QueryRowContext(ctx, `SELECT session_id, principal, created, rowid FROM runs WHERE id = ?`, run).
+			Scan(&session, &principal, &created, &rowid)
 		if errors.Is(err, sql.ErrNoRows) {
 			return bridge.Errorf(bridge.CodeNotFound, "run %q not found", run)
 		}
@@ -151,8 +152,8 @@ func (s *Store) Supersede(ctx context.Context, run string, at time.Time) ([]stri
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET superseded = ?
-			WHERE session_id = ? AND superseded = 0 AND (created > ? OR created = ? AND rowid >= ?)
-			RETURNING id, created, rowid`, max(unixNano(at), 1), session, created, created, rowid)
+			WHERE session_id = ? AND principal = ? AND superseded = 0 AND (created > ? OR created = ? AND rowid >= ?)
+			RETURNING id, created, rowid`, max(unixNano(at), 1), session, principal, created, created, rowid)
 		if err != nil {
 			return err
 		}

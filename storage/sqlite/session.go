@@ -9,7 +9,8 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// CreateSession inserts sess; CodeConflict if its id exists. A zero Created
+// CreateSession inserts sess; CodeConflict if its principal has a session
+// of its id. A zero Created
 // is set to the store's clock and a zero Updated to Created.
 func (s *Store) CreateSession(ctx context.Context, sess *bridge.Session) error {
 	if sess.ID == "" {
@@ -36,24 +37,25 @@ func (s *Store) createSession(ctx context.Context, tx *sql.Tx, sess *bridge.Sess
 	return nil
 }
 
-// Session returns the session with id; CodeNotFound if there is none.
-func (s *Store) Session(ctx context.Context, id string) (*bridge.Session, error) {
+// Session returns principal's session id; CodeNotFound if there is none
+// (another principal's session of that id is none).
+func (s *Store) Session(ctx context.Context, principal, id string) (*bridge.Session, error) {
 	var sess *bridge.Session
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
-		sess, err = findSession(ctx, tx, id)
+		sess, err = findSession(ctx, tx, principal, id)
 		return err
 	})
 	return sess, err
 }
 
-func findSession(ctx context.Context, tx *sql.Tx, id string) (*bridge.Session, error) {
+func findSession(ctx context.Context, tx *sql.Tx, principal, id string) (*bridge.Session, error) {
 	var (
-		sess             = &bridge.Session{ID: id}
+		sess             = &bridge.Session{ID: id, Principal: principal}
 		created, updated int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT principal, created, updated, state FROM sessions WHERE id = ?`, id).
-		Scan(&sess.Principal, &created, &updated, &sess.State)
+	err := tx.QueryRowContext(ctx, `SELECT created, updated, state FROM sessions WHERE principal = ? AND id = ?`, principal, id).
+		Scan(&created, &updated, &sess.State)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, bridge.Errorf(bridge.CodeNotFound, "session %q not found", id)
 	}
@@ -65,15 +67,15 @@ func findSession(ctx context.Context, tx *sql.Tx, id string) (*bridge.Session, e
 	return sess, nil
 }
 
-// UpdateSession writes sess.Updated and sess.State; CodeNotFound if the
-// session does not exist.
+// UpdateSession writes sess.Updated and sess.State of the session
+// (sess.Principal, sess.ID); CodeNotFound if it does not exist.
 func (s *Store) UpdateSession(ctx context.Context, sess *bridge.Session) error {
 	return s.write(ctx, func(tx *sql.Tx) error { return updateSession(ctx, tx, sess) })
 }
 
 func updateSession(ctx context.Context, tx *sql.Tx, sess *bridge.Session) error {
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated = ?, state = CAST(? AS TEXT) WHERE id = ?`,
-		unixNano(sess.Updated), nullBytes(sess.State), sess.ID)
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated = ?, state = CAST(? AS TEXT) WHERE principal = ? AND id = ?`,
+		unixNano(sess.Updated), nullBytes(sess.State), sess.Principal, sess.ID)
 	if err != nil {
 		return fmt.Errorf("update session id=%s: %w", sess.ID, err)
 	}

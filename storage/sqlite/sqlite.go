@@ -345,8 +345,8 @@ func (s *Store) init(ctx context.Context) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
 	prepare(&s.insertSession, `INSERT INTO sessions (id, principal, created, updated, state)
 		VALUES (?, ?, ?, ?, CAST(? AS TEXT))`)
-	prepare(&s.insertMessage, `INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created, superseded)
-		SELECT session_id, id, ?, CAST(? AS TEXT), ?, ?, superseded <> 0 FROM runs WHERE id = ?`)
+	prepare(&s.insertMessage, `INSERT INTO messages (session_id, principal, run_id, role, payload, fingerprint, created, superseded)
+		SELECT session_id, principal, id, ?, CAST(? AS TEXT), ?, ?, superseded <> 0 FROM runs WHERE id = ?`)
 	return err
 }
 

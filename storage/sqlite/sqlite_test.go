@@ -126,7 +126,7 @@ func TestMigrationsReopen(t *testing.T) {
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
-		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}}
+		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -186,7 +186,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 
 	s = MustOpen(t, path, sqlite.Options{})
-	gotSess, err := s.Session(ctx, "sess_1")
+	gotSess, err := s.Session(ctx, "alice", "sess_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if d := cmp.Diff(events, gotEvents); d != "" {
 		t.Errorf("Events mismatch (-want +got):\n%s", d)
 	}
-	msgs, more, err := s.Messages(ctx, "sess_1", 0, 0)
+	msgs, more, err := s.Messages(ctx, "alice", "sess_1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestClock(t *testing.T) {
 	if err := s.CreateSession(ctx, &bridge.Session{ID: "sess_1"}); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := s.Session(ctx, "sess_1")
+	sess, err := s.Session(ctx, "", "sess_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, err := s.Messages(ctx, "sess_1", 0, 0)
+	msgs, _, err := s.Messages(ctx, "", "sess_1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,10 +485,10 @@ func TestMigrationFewerPages(t *testing.T) {
 	db.Close()
 
 	s = MustOpen(t, old, sqlite.Options{}) // applies 0005
-	if got, err := s.Session(ctx, "sess_1"); err != nil || !cmp.Equal(sess, got) {
+	if got, err := s.Session(ctx, "alice", "sess_1"); err != nil || !cmp.Equal(sess, got) {
 		t.Errorf("Session after the migration: %+v, %v; want %+v", got, err, sess)
 	}
-	msgs, _, err := s.Messages(ctx, "sess_1", 0, 0)
+	msgs, _, err := s.Messages(ctx, "alice", "sess_1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestMigrationFewerPages(t *testing.T) {
 	if err := s.Commit(ctx, &bridge.Batch{Messages: []bridge.Message{answer}}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, _, err = s.Messages(ctx, "sess_1", 0, 0); err != nil || len(msgs) != 3 || msgs[2].ID != "m13" {
+	if msgs, _, err = s.Messages(ctx, "alice", "sess_1", 0, 0); err != nil || len(msgs) != 3 || msgs[2].ID != "m13" {
 		t.Errorf("after a new message: %+v, %v; want it as m13", msgs, err)
 	}
 	raw := rawDB(t, old)

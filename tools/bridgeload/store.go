@@ -34,14 +34,14 @@ func (s *timedStore) CreateSession(ctx context.Context, x *bridge.Session) error
 	return s.Store.CreateSession(ctx, x)
 }
 
-func (s *timedStore) Session(ctx context.Context, id string) (*bridge.Session, error) {
+func (s *timedStore) Session(ctx context.Context, principal, id string) (*bridge.Session, error) {
 	defer s.session.since(time.Now())
-	return s.Store.Session(ctx, id)
+	return s.Store.Session(ctx, principal, id)
 }
 
-func (s *timedStore) Messages(ctx context.Context, session string, before int64, limit int) ([]bridge.Message, bool, error) {
+func (s *timedStore) Messages(ctx context.Context, principal, session string, before int64, limit int) ([]bridge.Message, bool, error) {
 	defer s.messages.since(time.Now())
-	return s.Store.Messages(ctx, session, before, limit)
+	return s.Store.Messages(ctx, principal, session, before, limit)
 }
 
 func (s *timedStore) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Message) error {

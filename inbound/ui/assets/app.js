@@ -70,7 +70,9 @@ function total(u) {
 }
 const badge = (status) => el("span", { class: "badge s-" + status, "data-status": status, text: status });
 const runLink = (id) => el("a", { href: "#/run/" + encodeURIComponent(id), class: "mono", text: id });
-const sessLink = (id) => el("a", { href: "#/session/" + encodeURIComponent(id), class: "mono", text: id });
+// A session is named by its principal and id (an admin sees several principals').
+const sessQuery = (principal) => principal ? "?principal=" + encodeURIComponent(principal) : "";
+const sessLink = (id, principal) => el("a", { href: "#/session/" + encodeURIComponent(id) + sessQuery(principal), class: "mono", text: id });
 
 function show(...kids) {
   const main = document.getElementById("main");
@@ -141,7 +143,7 @@ async function runsPage() {
     p.set("limit", "50");
     const page = await api("runs?" + p.toString());
     tbody.replaceChildren(...page.runs.map((r) => el("tr", { "data-run": r.id },
-      el("td", { class: "mono", text: fmtTime(r.created_at) }), el("td", {}, runLink(r.id)), el("td", {}, sessLink(r.session_id)),
+      el("td", { class: "mono", text: fmtTime(r.created_at) }), el("td", {}, runLink(r.id)), el("td", {}, sessLink(r.session_id, r.principal)),
       el("td", {}, badge(r.status)),
       el("td", { class: "mono" }, r.inbound, el("span", { class: "arrow", text: " → " }), r.outbound),
       el("td", { text: r.model || "–" }), el("td", { class: "num", text: duration(r) }), el("td", { class: "num", text: total(r.usage) }))));
@@ -224,7 +226,7 @@ function renderRun(p, root) {
   kids.push(el("h1", {}, "Run ", el("span", { class: "mono", text: r.id }), el("span", { id: "run-status" }, badge(r.status)),
     el("span", { class: "mono", id: "run-dialects" }, r.inbound, el("span", { class: "arrow", text: " → " }), r.outbound)));
   kids.push(el("div", { class: "card grid", id: "run-header" },
-    field("session", null) && el("div", {}, el("span", { text: "session" }), sessLink(r.session_id)),
+    field("session", null) && el("div", {}, el("span", { text: "session" }), sessLink(r.session_id, r.principal)),
     field("model", r.model), field("upstream", r.upstream), field("principal", r.principal || "(none)"),
     field("usage", usage(r.usage), "run-usage"), field("trace id", r.trace_id), field("upstream run id", r.upstream_run_id),
     field("created", fmtTime(r.created_at)), field("finished", r.finished_at ? fmtTime(r.finished_at) : "–"),
@@ -329,9 +331,9 @@ function chat(messages) {
   }));
 }
 
-async function sessionPage(id) {
+async function sessionPage(id, principal) {
   const my = gen;
-  const p = await api("sessions/" + encodeURIComponent(id));
+  const p = await api("sessions/" + encodeURIComponent(id) + sessQuery(principal));
   if (my !== gen) return;
   show(el("h1", {}, "Session ", el("span", { class: "mono", text: p.session.id })),
     el("h2", { text: "Runs, in order" }),
@@ -352,7 +354,7 @@ async function route() {
     if (my !== gen) return; // a newer route is on its way
     let m;
     if ((m = h.match(/^\/run\/([^?]+)/))) await runPage(decodeURIComponent(m[1]));
-    else if ((m = h.match(/^\/session\/([^?]+)/))) await sessionPage(decodeURIComponent(m[1]));
+    else if ((m = h.match(/^\/session\/([^?]+)(?:\?principal=(.*))?/))) await sessionPage(decodeURIComponent(m[1]), m[2] && decodeURIComponent(m[2]));
     else await runsPage();
   } catch (err) {
     if (my === gen) showError(err);
