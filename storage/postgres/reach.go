@@ -174,6 +174,16 @@ func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 	return &guardedRows{Rows: rows, s: d.s, ctx: ctx, cancel: cancel}, nil
 }
 
+// appendEvents is appendEvents (postgres.go) as one bounded, guarded call.
+func (d db) appendEvents(ctx context.Context, evs []bridge.Event) error {
+	if err := d.s.enter(); err != nil {
+		return err
+	}
+	bctx, cancel := d.s.bound(ctx)
+	defer cancel()
+	return d.s.leave(ctx, appendEvents(bctx, d.s.pool, evs))
+}
+
 // tx runs fn in a transaction with opts, bounded and guarded as db's calls.
 func (d db) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	if err := d.s.enter(); err != nil {

@@ -152,21 +152,3 @@ func (s *Store) closeWatch() {
 		<-w.done
 	}
 }
-
-// notify queues a notification for each run of evs in tx: delivered when
-// tx commits.
-func notify(ctx context.Context, tx pgx.Tx, evs []bridge.Event) error {
-	var runs []string
-	seen := map[string]bool{}
-	for i := range evs {
-		if r := evs[i].RunID; !seen[r] {
-			seen[r] = true
-			runs = append(runs, r)
-		}
-	}
-	if len(runs) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, r) FROM unnest($2::text[]) AS r`, channel, runs)
-	return err
-}
