@@ -555,7 +555,7 @@ type querier interface {
 // channel $8: one statement, so a batch of nothing but events is one
 // round trip, atomic with no transaction around it. It answers how many
 // events it inserted (0 when a run is missing). Events have no foreign
-// key to runs (migration 0007): its check, a trigger per row, cost half a
+// key to runs (migration 0008): its check, a trigger per row, cost half a
 // batch's time; runs are never deleted, so the check here suffices.
 const eventsSQL = `WITH ins AS (
 		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
