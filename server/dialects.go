@@ -76,6 +76,9 @@ type InboundDeps struct {
 	// TrustedProxies are the proxies whose X-Forwarded-* headers the A2A
 	// card's URL may come from (Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
+	// WriteTimeout bounds each write to a client (Config.WriteTimeout), for
+	// a dialect that writes past the server's deadline (a WebSocket).
+	WriteTimeout time.Duration
 }
 
 // OutboundDeps is what an upstream client may be built with.
@@ -158,7 +161,7 @@ var Dialects = []Dialect{
 		GenAI: otel.GenAI{Provider: "openai", Operation: "chat"},
 		Inbound: func(d InboundDeps) ServedDialect {
 			rs, _ := d.Store.(bridge.ResponseStore) // every store of storage/ keeps them
-			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Responses: rs, Logger: d.Log})
+			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Responses: rs, WriteTimeout: d.WriteTimeout, Logger: d.Log})
 		},
 		Outbound: func(u Upstream, d OutboundDeps) bridge.Upstream {
 			return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: d.Key, Model: u.Model, Stateful: u.Stateful,

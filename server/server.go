@@ -204,7 +204,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	// The inbound dialects: each serves its routes, renders its runs for the
 	// run API, and answers auth failures in its own error shape.
 	deps := InboundDeps{Engine: engine, Store: store, Log: log, Model: cfg.Model, Models: rt.Models,
-		CountTokens: countTokens(rt, counters), A2A: cfg.A2A, TrustedProxies: proxies}
+		CountTokens: countTokens(rt, counters), A2A: cfg.A2A, TrustedProxies: proxies, WriteTimeout: cfg.WriteTimeout}
 	var served []ServedDialect
 	for _, row := range Dialects {
 		if row.Inbound != nil {

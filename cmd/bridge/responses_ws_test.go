@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 )
 
 // wsMsg is one server message, with the fields the tests read.
@@ -335,6 +336,120 @@ func TestResponsesWebSocketResume(t *testing.T) {
 	}
 	if want := "You said: one two three four five six seven eight nine ten"; !done || text.String() != want {
 		t.Errorf("resumed: completed %v, text %q; want %q", done, text.String(), want)
+	}
+}
+
+// TestResponsesWebSocketStopsReading: a client that sends a
+// response.create and then reads nothing is cut off once a message's
+// write has waited the write timeout (the server's write_timeout, short
+// here); its run goes on to the end and the run API replays it whole.
+func TestResponsesWebSocketStopsReading(t *testing.T) {
+	// 2 MiB of text in deltas, and each of output_text.done,
+	// content_part.done, output_item.done and response.completed repeats
+	// it: more than both sockets' buffers hold (4 MiB at most here).
+	const chunk, chunks = 64 << 10, 32
+	up := openaitest.New(func(n int, body []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "chatcmpl-big", Model: "gpt-4o-mini"}
+		c.Role()
+		for range chunks {
+			c.Text(strings.Repeat("x", chunk))
+		}
+		return openaitest.Reply{Chunks: c.Finish("stop").Usage(3, chunks).List()}
+	})
+	t.Cleanup(up.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "openai", URL: up.BaseURL()}}
+	cfg.WriteTimeout = 500 * time.Millisecond
+	m := startMain(t, cfg)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://"+m.Addr()+"/v1/responses", nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(16 << 20)
+	wsSend(t, c, create("a long answer, please"))
+	start := time.Now()
+
+	// Read nothing; the run goes on and ends.
+	var run *bridge.Run
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		runs, err := m.Store().ListRuns(t.Context(), bridge.RunFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 && runs[0].Status != bridge.StatusRunning {
+			run = runs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not end: %+v", runs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if run.Status != bridge.StatusCompleted {
+		t.Fatalf("the run of the client that stopped reading ended %s, want completed", run.Status)
+	}
+	t.Logf("the run ended after %s", time.Since(start).Round(time.Millisecond))
+	// The connection's messages lag the run a little: leave the bridge's
+	// next write time to wait its timeout out, several times over.
+	time.Sleep(5 * cfg.WriteTimeout)
+	// Now read: what was in flight, then the end of the connection, not
+	// the rest of the response.
+	var got int
+	var readErr error
+	for range 10000 {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			readErr = err
+			break
+		}
+		got += len(b)
+		if strings.Contains(string(b[:min(len(b), 64)]), `"response.completed"`) {
+			t.Fatalf("the client that stopped reading got the whole response (%d bytes): the bridge waited for it", got)
+		}
+	}
+	if readErr == nil || ctx.Err() != nil {
+		t.Fatalf("the connection is still open after %d bytes: %v", got, readErr)
+	}
+
+	// The run API replays the whole response.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+m.Addr()+"/v1/runs/"+run.ID+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read it whole first: a reader slower than write_timeout is cut off.
+	all, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("run events after %d bytes: %v", len(all), err)
+	}
+	var text int
+	done := false
+	for line := range strings.SplitSeq(string(all), "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			Delta string `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("run events: %.200s: %v", d, err)
+		}
+		switch ev.Type {
+		case "response.output_text.delta":
+			text += len(ev.Delta)
+		case "response.completed":
+			done = true
+		}
+	}
+	if !done || text != chunk*chunks {
+		t.Errorf("replayed: completed %v, %d bytes of text; want %d", done, text, chunk*chunks)
 	}
 }
 

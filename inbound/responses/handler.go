@@ -32,8 +32,12 @@ type Config struct {
 	Responses bridge.ResponseStore
 	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
 	MaxBody int64
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// WriteTimeout bounds each WebSocket message's write (0:
+	// inbound.DefaultWriteTimeout), as the server's write deadline bounds
+	// each write over HTTP: a client that stops reading is cut off.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // Handler serves the dialect. It is safe for concurrent use; Close stops

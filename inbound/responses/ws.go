@@ -231,7 +231,11 @@ type wsConn struct {
 // send writes one message, within the write timeout: a client that stops
 // reading is cut off, as over HTTP.
 func (wc *wsConn) send(ctx context.Context, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, inbound.DefaultWriteTimeout)
+	timeout := wc.h.cfg.WriteTimeout
+	if timeout <= 0 {
+		timeout = inbound.DefaultWriteTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return wc.c.Write(ctx, websocket.MessageText, b)
 }
