@@ -88,8 +88,8 @@ var stopReasons = map[string]bridge.StopReason{
 // nothing is yielded.
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
-		d := streamDecoder{yield: yield}
-		d.run(wire.NewSSEReader(r))
+		d := streamDecoder{Emitter: wire.NewEmitter(yield)}
+		d.RunSSE(wire.NewSSEReader(r), false, &d)
 	}
 }
 
@@ -105,9 +105,8 @@ type blockState struct {
 }
 
 type streamDecoder struct {
+	wire.Emitter
 	fj       fastjson.Parser // the fast path's, reused
-	yield    func(bridge.Event, error) bool
-	stopped  bool
 	started  bool
 	finished bool
 	stop     bridge.StopReason
@@ -149,47 +148,9 @@ func (d *streamDecoder) addUsage(u *wireUsage) *bridge.Usage {
 	return hub
 }
 
-func (d *streamDecoder) emit(ev bridge.Event) {
-	if d.stopped {
-		return
-	}
-	if ev.Source == "" {
-		ev.Source = bridge.SourceModel
-	}
-	if !d.yield(ev, nil) {
-		d.stopped = true
-	}
-}
-
-func (d *streamDecoder) fail(err error) {
-	if d.stopped {
-		return
-	}
-	d.stopped = true
-	d.yield(bridge.Event{}, err)
-}
-
-func (d *streamDecoder) run(sr *wire.SSEReader) {
-	for !d.stopped {
-		ev, err := sr.Next()
-		if err == io.EOF {
-			d.end()
-			return
-		}
-		if err != nil {
-			d.fail(err)
-			return
-		}
-		d.event(ev)
-		if d.finished {
-			return
-		}
-	}
-}
-
 func (d *streamDecoder) event(sev wire.SSEEvent) {
 	if err := wire.CheckDepth(sev.Data, wire.MaxDepth); err != nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: event nested too deep"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: event nested too deep"))
 		return
 	}
 	var ev wireEvent
@@ -197,7 +158,7 @@ func (d *streamDecoder) event(sev wire.SSEEvent) {
 		if sev.Name == "ping" {
 			return
 		}
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(sev.Data), 200)))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(sev.Data), 200)))
 		return
 	}
 	typ := ev.Type
@@ -218,7 +179,7 @@ func (d *streamDecoder) event(sev wire.SSEEvent) {
 	case "message_stop":
 		d.messageStop()
 	case "error":
-		d.fail(DecodeError(0, sev.Data))
+		d.Fail(DecodeError(0, sev.Data))
 	}
 	// ping and event types added later are ignored.
 }
@@ -232,7 +193,7 @@ func resetEvent(ev *wireEvent) *wireEvent {
 func (d *streamDecoder) start() {
 	if !d.started {
 		d.started = true
-		d.emit(bridge.Event{Kind: bridge.KindMessageStarted})
+		d.Emit(bridge.Event{Kind: bridge.KindMessageStarted})
 	}
 }
 
@@ -246,21 +207,21 @@ func (d *streamDecoder) messageStart(ev *wireEvent) {
 		if u := d.addUsage(m.Usage); u != nil {
 			// Before message_started, so a client's message_start can
 			// carry the input count.
-			d.emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
+			d.Emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
 		}
 	}
 	d.started = true
-	d.emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: id, Model: model})
+	d.Emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: id, Model: model})
 }
 
 func (d *streamDecoder) block(ev *wireEvent, what string) *blockState {
 	if ev.Index == nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: %s without an index", what))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: %s without an index", what))
 		return nil
 	}
 	b := d.blocks[*ev.Index]
 	if b == nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: %s for block %d, which was not started", what, *ev.Index))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: %s for block %d, which was not started", what, *ev.Index))
 	}
 	return b
 }
@@ -268,19 +229,19 @@ func (d *streamDecoder) block(ev *wireEvent, what string) *blockState {
 func (d *streamDecoder) blockStart(ev *wireEvent) {
 	d.start()
 	if ev.Index == nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_start without an index"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_start without an index"))
 		return
 	}
 	var wb wireBlock
 	if wire.Kind(ev.ContentBlock) != '{' || json.Unmarshal(ev.ContentBlock, &wb) != nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_start without a content block"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_start without a content block"))
 		return
 	}
 	if d.blocks == nil {
 		d.blocks = make(map[int]*blockState, 4)
 	}
 	if old := d.blocks[*ev.Index]; old != nil && !old.done {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: block %d started twice", *ev.Index))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: block %d started twice", *ev.Index))
 		return
 	}
 	b := &blockState{typ: wb.Type}
@@ -289,27 +250,27 @@ func (d *streamDecoder) blockStart(ev *wireEvent) {
 	switch wb.Type {
 	case "text":
 		if wb.Text != "" {
-			d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: wb.Text})
+			d.Emit(bridge.Event{Kind: bridge.KindTextDelta, Text: wb.Text})
 		}
 	case "thinking":
 		if wb.Thinking != "" || wb.Signature != "" {
-			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: wb.Thinking, Signature: wb.Signature})
+			d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: wb.Thinking, Signature: wb.Signature})
 		}
 	case "redacted_thinking":
-		d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Encrypted: wb.Data})
+		d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Encrypted: wb.Data})
 	case "tool_use":
 		if wb.ID == "" || wb.Name == "" {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use block %d without an id or a name", *ev.Index))
+			d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use block %d without an id or a name", *ev.Index))
 			return
 		}
 		b.tool, b.id, b.name = d.tools, wb.ID, wb.Name
 		d.tools++
-		d.emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: b.tool,
+		d.Emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: b.tool,
 			ToolCall: &bridge.ToolCall{ID: b.id, Name: b.name, Index: b.tool}})
 		// A server that sends the whole input at the start (not {}).
 		if in := wire.Compact(wb.Input); wire.Kind(in) == '{' && string(in) != "{}" {
 			b.args = append(b.args, in...)
-			d.emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: b.tool,
+			d.Emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: b.tool,
 				ToolCall: &bridge.ToolCall{Index: b.tool, Arguments: string(in)}})
 		}
 	default:
@@ -325,21 +286,21 @@ func (d *streamDecoder) blockDelta(ev *wireEvent) {
 	}
 	wd := ev.Delta
 	if wd == nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_delta without a delta"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: content_block_delta without a delta"))
 		return
 	}
 	switch wd.Type {
 	case "text_delta":
 		if wd.Text != "" {
-			d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: wd.Text})
+			d.Emit(bridge.Event{Kind: bridge.KindTextDelta, Text: wd.Text})
 		}
 	case "thinking_delta":
 		if wd.Thinking != "" {
-			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: wd.Thinking})
+			d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: wd.Thinking})
 		}
 	case "signature_delta":
 		if wd.Signature != "" {
-			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Signature: wd.Signature})
+			d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Signature: wd.Signature})
 		}
 	case "input_json_delta":
 		if wd.PartialJSON == "" {
@@ -347,7 +308,7 @@ func (d *streamDecoder) blockDelta(ev *wireEvent) {
 		}
 		b.args = append(b.args, wd.PartialJSON...)
 		if b.typ == "tool_use" {
-			d.emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: b.tool,
+			d.Emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: b.tool,
 				ToolCall: &bridge.ToolCall{Index: b.tool, Arguments: wd.PartialJSON}})
 		}
 	}
@@ -369,10 +330,10 @@ func (d *streamDecoder) blockStop(ev *wireEvent) {
 		// The input_json_deltas make one JSON object; anything else (a
 		// delta lost, garbage) is the upstream's fault, not a tool call.
 		if len(b.args) > 0 && (wire.Kind(b.args) != '{' || !json.Valid(b.args)) {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use %s input is not a JSON object: %s", b.id, wire.Truncate(args, 200)))
+			d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: tool_use %s input is not a JSON object: %s", b.id, wire.Truncate(args, 200)))
 			return
 		}
-		d.emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: b.tool,
+		d.Emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: b.tool,
 			ToolCall: &bridge.ToolCall{ID: b.id, Name: b.name, Index: b.tool, Arguments: args}})
 	case b.raw != nil:
 		raw := b.raw
@@ -383,7 +344,7 @@ func (d *streamDecoder) blockStop(ev *wireEvent) {
 				raw = wire.RawObject(o, keys)
 			}
 		}
-		d.emit(bridge.Event{Kind: bridge.KindArtifact, Source: bridge.SourceAgent, Artifact: &bridge.Artifact{
+		d.Emit(bridge.Event{Kind: bridge.KindArtifact, Source: bridge.SourceAgent, Artifact: &bridge.Artifact{
 			Parts: []bridge.Part{{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: raw}}}}})
 	}
 }
@@ -403,7 +364,7 @@ func (d *streamDecoder) messageDelta(ev *wireEvent) {
 		}
 	}
 	if u := d.addUsage(ev.Usage); u != nil {
-		d.emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
+		d.Emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
 	}
 }
 
@@ -416,7 +377,7 @@ func (d *streamDecoder) messageStop() {
 			d.blockStop(&wireEvent{Index: &i})
 		}
 	}
-	d.emit(bridge.Event{Kind: bridge.KindMessageDone})
+	d.Emit(bridge.Event{Kind: bridge.KindMessageDone})
 	f := &bridge.Final{Status: bridge.StatusCompleted, StopReason: d.stop}
 	if d.stop == bridge.StopToolUse {
 		f.Status = bridge.StatusInputRequired
@@ -428,12 +389,19 @@ func (d *streamDecoder) messageStop() {
 		u := d.usage
 		f.Usage = &u
 	}
-	d.emit(bridge.Event{Kind: bridge.KindFinal, Final: f})
+	d.Emit(bridge.Event{Kind: bridge.KindFinal, Final: f})
 }
 
 // end handles EOF: a stream that said why it stopped but lost its
 // message_stop still ends; any other early end is an error.
-func (d *streamDecoder) end() {
+// Frame implements wire.SSEFrames.
+func (d *streamDecoder) Frame(ev wire.SSEEvent) bool {
+	d.event(ev)
+	return d.finished
+}
+
+// End implements wire.SSEFrames.
+func (d *streamDecoder) End() {
 	if d.finished {
 		return
 	}
@@ -441,7 +409,7 @@ func (d *streamDecoder) end() {
 		d.messageStop()
 		return
 	}
-	d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before message_stop"))
+	d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before message_stop"))
 }
 
 // usage converts u into hub usage (see the package comment); nil when

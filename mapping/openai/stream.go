@@ -112,8 +112,8 @@ var stopReasons = map[string]bridge.StopReason{
 // which nothing is yielded.
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
-		d := streamDecoder{yield: yield}
-		d.run(wire.NewSSEReader(r))
+		d := streamDecoder{Emitter: wire.NewEmitter(yield)}
+		d.RunSSE(wire.NewSSEReader(r), true, &d)
 	}
 }
 
@@ -124,8 +124,7 @@ type toolState struct {
 }
 
 type streamDecoder struct {
-	yield    func(bridge.Event, error) bool
-	stopped  bool // the consumer stopped, or an error was yielded
+	wire.Emitter
 	started  bool
 	finished bool
 	stop     bridge.StopReason
@@ -134,51 +133,23 @@ type streamDecoder struct {
 	fj       fastjson.Parser // fastChunk's, reused chunk to chunk
 }
 
-func (d *streamDecoder) emit(ev bridge.Event) {
-	if d.stopped {
-		return
+// Frame implements wire.SSEFrames: an error event fails the stream, any
+// other is a chunk. The stream goes on after finish_reason (a usage chunk
+// may follow) to [DONE] or the end.
+func (d *streamDecoder) Frame(ev wire.SSEEvent) bool {
+	if ev.Name == "error" {
+		d.Fail(streamError(ev.Data))
+		return true
 	}
-	ev.Source = bridge.SourceModel
-	if !d.yield(ev, nil) {
-		d.stopped = true
-	}
+	d.chunk(ev.Data)
+	return false
 }
 
-func (d *streamDecoder) fail(err error) {
-	if d.stopped {
-		return
-	}
-	d.stopped = true
-	d.yield(bridge.Event{}, err)
-}
-
-func (d *streamDecoder) run(sr *wire.SSEReader) {
-	for !d.stopped {
-		ev, err := sr.Next()
-		if err == io.EOF {
-			d.end()
-			return
-		}
-		if err != nil {
-			d.fail(err)
-			return
-		}
-		if ev.Name == "error" {
-			d.fail(streamError(ev.Data))
-			return
-		}
-		if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
-			d.end()
-			return
-		}
-		d.chunk(ev.Data)
-	}
-}
-
-// end yields the final event, or the error of a stream that stopped early.
-func (d *streamDecoder) end() {
+// End implements wire.SSEFrames: it yields the final event, or the error
+// of a stream that stopped early.
+func (d *streamDecoder) End() {
 	if !d.finished {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before finish_reason"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before finish_reason"))
 		return
 	}
 	f := &bridge.Final{Status: bridge.StatusCompleted, StopReason: d.stop}
@@ -189,7 +160,7 @@ func (d *streamDecoder) end() {
 		u := d.usage
 		f.Usage = &u
 	}
-	d.emit(bridge.Event{Kind: bridge.KindFinal, Final: f})
+	d.Emit(bridge.Event{Kind: bridge.KindFinal, Final: f})
 }
 
 // streamError is the error of an in-stream error: an `event: error` SSE
@@ -200,24 +171,24 @@ func streamError(data []byte) *bridge.Error { return DecodeError(0, data) }
 
 func (d *streamDecoder) chunk(data []byte) {
 	if err := wire.CheckDepth(data, wire.MaxDepth); err != nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: chunk nested too deep"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: chunk nested too deep"))
 		return
 	}
 	var c wireChunk
 	if !fastChunk(&d.fj, data, &c) {
 		c = wireChunk{}
 		if err := json.Unmarshal(data, &c); err != nil || wire.Kind(data) != '{' {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", wire.Truncate(string(data), 200)))
+			d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid chunk: %s", wire.Truncate(string(data), 200)))
 			return
 		}
 	}
 	if truthy(c.Error) {
-		d.fail(streamError(data))
+		d.Fail(streamError(data))
 		return
 	}
 	if !d.started {
 		d.started = true
-		d.emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: c.ID, Model: c.Model})
+		d.Emit(bridge.Event{Kind: bridge.KindMessageStarted, ResponseID: c.ID, Model: c.Model})
 	}
 	for i := range c.Choices {
 		if c.Choices[i].Index == 0 {
@@ -227,7 +198,7 @@ func (d *streamDecoder) chunk(data []byte) {
 	}
 	if u := c.Usage.usage(); u != nil {
 		d.usage.Merge(u)
-		d.emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
+		d.Emit(bridge.Event{Kind: bridge.KindUsage, Usage: u})
 	}
 }
 
@@ -244,17 +215,17 @@ func truthy(raw json.RawMessage) bool {
 func (d *streamDecoder) choice(ch *wireChoice) {
 	delta := &ch.Delta
 	if r := delta.ReasoningContent; r != nil && *r != "" {
-		d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: *r})
+		d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: *r})
 	} else if wire.Kind(delta.Reasoning) == '"' {
 		if r, _ := wire.AsString(delta.Reasoning, ""); r != "" {
-			d.emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: r})
+			d.Emit(bridge.Event{Kind: bridge.KindReasoningDelta, Text: r})
 		}
 	}
 	if c := delta.Content; c != nil && *c != "" {
-		d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *c})
+		d.Emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *c})
 	}
 	if r := delta.Refusal; r != nil && *r != "" {
-		d.emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *r, Refusal: true})
+		d.Emit(bridge.Event{Kind: bridge.KindTextDelta, Text: *r, Refusal: true})
 	}
 	for i := range delta.ToolCalls {
 		tc := &delta.ToolCalls[i]
@@ -267,7 +238,7 @@ func (d *streamDecoder) choice(ch *wireChoice) {
 	if fr := ch.FinishReason; fr != nil && *fr != "" && !d.finished {
 		stop, ok := stopReasons[*fr]
 		if !ok {
-			d.fail(bridge.Errorf(bridge.CodeUpstream, "unknown finish_reason %q", *fr))
+			d.Fail(bridge.Errorf(bridge.CodeUpstream, "unknown finish_reason %q", *fr))
 			return
 		}
 		d.finish(stop)
@@ -295,7 +266,7 @@ func (d *streamDecoder) toolFragment(index *int, id string, fn *wireFunction) {
 		}
 		st = &toolState{index: idx, id: id, name: fn.Name}
 		d.calls = append(d.calls, st)
-		d.emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: idx,
+		d.Emit(bridge.Event{Kind: bridge.KindToolCallStarted, Index: idx,
 			ToolCall: &bridge.ToolCall{ID: id, Name: fn.Name, Index: idx}})
 	} else {
 		if st.id == "" {
@@ -314,7 +285,7 @@ func (d *streamDecoder) toolFragment(index *int, id string, fn *wireFunction) {
 	}
 	if frag != "" {
 		st.args = append(st.args, frag...)
-		d.emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: st.index,
+		d.Emit(bridge.Event{Kind: bridge.KindToolCallDelta, Index: st.index,
 			ToolCall: &bridge.ToolCall{Index: st.index, Arguments: frag}})
 	}
 }
@@ -325,8 +296,8 @@ func (d *streamDecoder) finish(stop bridge.StopReason) {
 	calls := slices.Clone(d.calls)
 	slices.SortStableFunc(calls, func(a, b *toolState) int { return a.index - b.index })
 	for _, c := range calls {
-		d.emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: c.index,
+		d.Emit(bridge.Event{Kind: bridge.KindToolCallDone, Index: c.index,
 			ToolCall: &bridge.ToolCall{ID: c.id, Name: c.name, Index: c.index, Arguments: string(c.args)}})
 	}
-	d.emit(bridge.Event{Kind: bridge.KindMessageDone})
+	d.Emit(bridge.Event{Kind: bridge.KindMessageDone})
 }

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -108,8 +107,8 @@ func (u *wireUsage) usage() *bridge.Usage {
 // yielded. A data: [DONE] ends the stream like its end.
 func DecodeStream(r io.Reader) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
-		d := streamDecoder{yield: yield}
-		d.run(wire.NewSSEReader(r))
+		d := streamDecoder{Emitter: wire.NewEmitter(yield)}
+		d.RunSSE(wire.NewSSEReader(r), true, &d)
 	}
 }
 
@@ -124,9 +123,8 @@ type callState struct {
 }
 
 type streamDecoder struct {
+	wire.Emitter
 	fj       fastjson.Parser // the fast path's, reused
-	yield    func(bridge.Event, error) bool
-	stopped  bool
 	started  bool
 	finished bool
 	seq      string // the sequence_number of the event being read
@@ -136,67 +134,39 @@ type streamDecoder struct {
 	summary  map[string]int  // last summary_index with text, per reasoning item
 }
 
-func (d *streamDecoder) emit(ev bridge.Event) {
-	if d.stopped {
-		return
-	}
-	ev.Source = bridge.SourceModel
-	ev.UpstreamID = d.seq
-	if !d.yield(ev, nil) {
-		d.stopped = true
-	}
-}
-
-func (d *streamDecoder) fail(err error) {
-	if d.stopped {
-		return
-	}
-	d.stopped = true
-	d.yield(bridge.Event{}, err)
-}
-
-func (d *streamDecoder) run(sr *wire.SSEReader) {
-	for !d.stopped {
-		ev, err := sr.Next()
-		if err == io.EOF {
-			d.end()
-			return
-		}
-		if err != nil {
-			d.fail(err)
-			return
-		}
-		if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
-			d.end()
-			return
-		}
-		d.event(ev.Name, ev.Data)
-		if d.finished {
-			return
-		}
-	}
-}
-
 // resetEvent empties what a fast path that gave up may have set.
 func resetEvent(ev *wireEvent) *wireEvent {
 	*ev = wireEvent{}
 	return ev
 }
 
-func (d *streamDecoder) end() {
+// emit yields ev with the sequence number of the event being read.
+func (d *streamDecoder) emit(ev bridge.Event) {
+	ev.UpstreamID = d.seq
+	d.Emit(ev)
+}
+
+// Frame implements wire.SSEFrames.
+func (d *streamDecoder) Frame(ev wire.SSEEvent) bool {
+	d.event(ev.Name, ev.Data)
+	return d.finished
+}
+
+// End implements wire.SSEFrames.
+func (d *streamDecoder) End() {
 	if !d.finished {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before its terminal event (response.completed)"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream ended before its terminal event (response.completed)"))
 	}
 }
 
 func (d *streamDecoder) event(name string, data []byte) {
 	if err := wire.CheckDepth(data, wire.MaxDepth); err != nil {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: event nested too deep"))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: event nested too deep"))
 		return
 	}
 	var ev wireEvent
 	if !fastEvent(&d.fj, data, &ev) && (wire.Kind(data) != '{' || json.Unmarshal(data, resetEvent(&ev)) != nil) {
-		d.fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(data), 200)))
+		d.Fail(bridge.Errorf(bridge.CodeUpstream, "upstream stream: invalid event: %s", wire.Truncate(string(data), 200)))
 		return
 	}
 	d.seq = ""
@@ -207,7 +177,7 @@ func (d *streamDecoder) event(name string, data []byte) {
 		ev.Type = name
 	}
 	if ev.Type == "error" || name == "error" {
-		d.fail(streamError(data))
+		d.Fail(streamError(data))
 		return
 	}
 	if !d.started && ev.Type != "response.created" && ev.Type != "response.queued" && ev.Type != "response.in_progress" {
@@ -260,7 +230,7 @@ func (d *streamDecoder) event(name string, data []byte) {
 		if ev.Response != nil {
 			raw = ev.Response.Error
 		}
-		d.fail(decodeResponseError(raw))
+		d.Fail(decodeResponseError(raw))
 	}
 	// Built-in tool progress, annotations, audio and events added later
 	// carry nothing the hub models.
