@@ -3,69 +3,15 @@ package adk
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
-
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func section(a *txtar.Archive, name string) ([]byte, bool) {
-	for _, f := range a.Files {
-		if f.Name == name {
-			return f.Data, true
-		}
-	}
-	return nil, false
-}
-
-// check compares a section with got, or rewrites it with -update.
-func check(t *testing.T, path string, a *txtar.Archive, name string, got []byte, changed *bool) {
-	t.Helper()
-	want, ok := section(a, name)
-	if *update {
-		if !ok || !bytes.Equal(want, got) {
-			*changed = true
-			for i := range a.Files {
-				if a.Files[i].Name == name {
-					a.Files[i].Data = got
-					return
-				}
-			}
-			a.Files = append(a.Files, txtar.File{Name: name, Data: got})
-		}
-		return
-	}
-	if !ok {
-		t.Fatalf("%s: no section %q (run go test -update)", path, name)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s: %s mismatch (-want +got):\n%s", path, name, diff)
-	}
-}
-
-func jsonl(t *testing.T, evs []bridge.Event) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for _, ev := range evs {
-		if err := enc.Encode(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.Bytes()
-}
 
 // splitHTTP splits a captured response into its status and body.
 func splitHTTP(t *testing.T, raw []byte) (int, []byte) {
@@ -102,65 +48,50 @@ func encodeRun(evs []bridge.Event) []byte {
 // encodes those events back into the frames the bridge's inbound side
 // writes for them.
 func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/decode_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden files")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a, err := txtar.ParseFile(path)
-			if err != nil {
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		var evs []bridge.Event
+		var err error
+		switch {
+		case a.Has("upstream.sse"):
+			raw, _ := a.File("upstream.sse")
+			evs = decodeAll(t, raw)
+		case a.Has("upstream.json"):
+			raw, _ := a.File("upstream.json")
+			if evs, err = DecodeEvents(bytes.TrimSpace(raw)); err != nil {
 				t.Fatal(err)
 			}
-			changed := false
-			var evs []bridge.Event
-			switch {
-			case has(a, "upstream.sse"):
-				raw, _ := section(a, "upstream.sse")
-				for ev, err := range DecodeStream(bytes.NewReader(raw)) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					evs = append(evs, ev)
-				}
-			case has(a, "upstream.json"):
-				raw, _ := section(a, "upstream.json")
-				if evs, err = DecodeEvents(bytes.TrimSpace(raw)); err != nil {
-					t.Fatal(err)
-				}
-			case has(a, "upstream.http"):
-				raw, _ := section(a, "upstream.http")
-				st, body := splitHTTP(t, raw)
-				if st/100 == 2 {
-					// A 200 SSE answer (a problem with newMessage).
-					for ev, err := range DecodeStream(bytes.NewReader(body)) {
-						if err != nil {
-							t.Fatal(err)
-						}
-						evs = append(evs, ev)
-					}
-					break
-				}
-				e := DecodeError(st, body)
-				check(t, path, a, "error.json", append(mustJSON(t, e), '\n'), &changed)
+		case a.Has("upstream.http"):
+			raw, _ := a.File("upstream.http")
+			st, body := splitHTTP(t, raw)
+			if st/100 == 2 {
+				// A 200 SSE answer (a problem with newMessage).
+				evs = decodeAll(t, body)
+				break
 			}
-			if len(evs) > 0 {
-				if last := evs[len(evs)-1]; last.Kind != bridge.KindFinal {
-					t.Errorf("the events do not end with a final: %+v", last)
-				}
-				check(t, path, a, "events.jsonl", jsonl(t, evs), &changed)
-				check(t, path, a, "want.sse", encodeRun(evs), &changed)
+			a.Check(t, "error.json", append(mustJSON(t, DecodeError(st, body)), '\n'))
+		}
+		if len(evs) > 0 {
+			if last := evs[len(evs)-1]; last.Kind != bridge.KindFinal {
+				t.Errorf("the events do not end with a final: %+v", last)
 			}
-			if *update && changed {
-				if err := os.WriteFile(path, txtar.Format(a), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+			a.Check(t, "events.jsonl", golden.JSONL(t, evs))
+			a.Check(t, "want.sse", encodeRun(evs))
+		}
+	}, "decode_*.txtar")
 }
 
-func has(a *txtar.Archive, name string) bool { _, ok := section(a, name); return ok }
+// decodeAll decodes a run_sse stream that must not fail.
+func decodeAll(t *testing.T, sse []byte) []bridge.Event {
+	t.Helper()
+	var evs []bridge.Event
+	for ev, err := range DecodeStream(bytes.NewReader(sse)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
@@ -202,12 +133,9 @@ func shape(t *testing.T, raw []byte) map[string]string {
 func TestShapes(t *testing.T) {
 	for _, name := range []string{"run-sse-streaming-true", "run-sse-thought", "run-sse-function-tool", "run-sse-model-error"} {
 		t.Run(name, func(t *testing.T) {
-			a, err := txtar.ParseFile("testdata/decode_" + name + ".txtar")
-			if err != nil {
-				t.Fatal(err)
-			}
-			real, _ := section(a, "upstream.sse")
-			ours, _ := section(a, "want.sse")
+			a := golden.Read(t, "testdata/decode_"+name+".txtar")
+			real, _ := a.File("upstream.sse")
+			ours, _ := a.File("want.sse")
 			kinds := func(sse []byte) map[string]map[string]string {
 				out := map[string]map[string]string{}
 				for _, l := range bytes.Split(sse, []byte("\n")) {

@@ -2,14 +2,9 @@ package anthropic
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
@@ -21,21 +16,6 @@ var goldenOptions = StreamOptions{ID: "msg_test", Model: "claude-test"}
 
 // goldenRun is the run id the golden events get, with seq 1, 2, ...
 const goldenRun = "run_test"
-
-// archive is a txtar golden file.
-type archive = golden.Archive
-
-func hasFile(a *archive, name string) bool { _, ok := a.File(name); return ok }
-
-func indentJSON(t testing.TB, body []byte) []byte {
-	t.Helper()
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, body, "", "  "); err != nil {
-		t.Fatalf("invalid JSON %s: %v", body, err)
-	}
-	ind.WriteByte('\n')
-	return ind.Bytes()
-}
 
 // encodeEvents numbers events as the engine does and writes them with a
 // StreamEncoder, checking that each Encode makes at most one Write.
@@ -70,22 +50,6 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func parseEvents(t testing.TB, jl []byte) []bridge.Event {
-	t.Helper()
-	var out []bridge.Event
-	for _, l := range bytes.Split(bytes.TrimSpace(jl), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var ev bridge.Event
-		if err := json.Unmarshal(l, &ev); err != nil {
-			t.Fatalf("events.jsonl: %v: %s", err, l)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
-
 // validate runs the Messages stream validator on an encoded stream.
 func validate(t testing.TB, sse []byte, c anthropictest.Check) *anthropictest.Summary {
 	t.Helper()
@@ -117,7 +81,7 @@ func message(t testing.TB, events []bridge.Event) []byte {
 		status, body = EncodeError(bridge.AsError(err))
 		head = fmt.Appendf(nil, "status %d\n", status)
 	}
-	return append(head, indentJSON(t, body)...)
+	return append(head, golden.Indent(t, body)...)
 }
 
 // TestGoldenStreams runs testdata/stream_*.txtar. With an upstream.sse
@@ -129,40 +93,14 @@ func message(t testing.TB, events []bridge.Event) []byte {
 // into message.json. A comment line "crlf: yes" turns the upstream's line
 // ends into CRLF first; "continued: yes" allows one message per turn.
 func TestGoldenStreams(t *testing.T) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden streams")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			var events []bridge.Event
-			if up, ok := a.File("upstream.sse"); ok {
-				if a.Flag("crlf") {
-					up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
-				}
-				events, _ = golden.Collect(t, DecodeStream(bytes.NewReader(up)))
-				var jl []byte
-				for _, ev := range events {
-					jl = append(jl, golden.Marshal(t, ev, false)...)
-				}
-				a.Check(t, "events.jsonl", jl)
-			}
-			// The encoder runs on the recorded events, so a change in the
-			// decoder shows in events.jsonl alone.
-			if want, ok := a.File("events.jsonl"); ok && (!*golden.Update || !hasFile(a, "upstream.sse")) {
-				events = parseEvents(t, want)
-			}
-			sse, dropped := encodeEvents(t, events, goldenOptions)
-			a.Check(t, "want.sse", sse)
-			validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true, Messages: a.Flag("continued")})
-			a.Check(t, "message.json", message(t, events))
-			if len(dropped) > 0 || hasFile(a, "dropped.txt") {
-				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		events := a.Events(t, DecodeStream)
+		sse, dropped := encodeEvents(t, events, goldenOptions)
+		a.Check(t, "want.sse", sse)
+		validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true, Messages: a.Flag("continued")})
+		a.Check(t, "message.json", message(t, events))
+		a.CheckDropped(t, dropped)
+	}, "stream_*.txtar")
 }
 
 // TestGoldenRequests runs testdata/request_*.txtar. With a request.json
@@ -173,51 +111,18 @@ func TestGoldenStreams(t *testing.T) {
 // is compared with upstream.json and what was dropped (by the decoder, then
 // the encoder) with dropped.txt.
 func TestGoldenRequests(t *testing.T) {
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden requests")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			var req *bridge.Request
-			body, fromWire := a.File("request.json")
-			if fromWire {
-				var err error
-				if req, err = DecodeRequest(body); err != nil {
-					t.Fatalf("DecodeRequest: %v", err)
-				}
-				a.Check(t, "hub.json", golden.Marshal(t, req, true))
-			} else {
-				hub, ok := a.File("hub.json")
-				if !ok {
-					t.Fatal("neither request.json nor hub.json")
-				}
-				req = new(bridge.Request)
-				if err := json.Unmarshal(hub, req); err != nil {
-					t.Fatal(err)
-				}
-			}
-			out, dropped, err := EncodeRequest(req, EncodeOptions{})
-			if err != nil {
-				t.Fatalf("EncodeRequest: %v", err)
-			}
-			a.Check(t, "upstream.json", indentJSON(t, out))
-			all := append(slices.Clone(req.Dropped), dropped...)
-			a.Check(t, "dropped.txt", []byte(strings.Join(all, "\n")+"\n"))
-
-			if fromWire && !a.Flag("lossy") {
-				again, err := DecodeRequest(out)
-				if err != nil {
-					t.Fatalf("DecodeRequest(EncodeRequest(req)): %v", err)
-				}
-				if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
-					t.Errorf("round trip mismatch (-first +second):\n%s", diff)
-				}
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		req, fromWire := a.Request(t, DecodeRequest)
+		out, dropped, err := EncodeRequest(req, EncodeOptions{})
+		if err != nil {
+			t.Fatalf("EncodeRequest: %v", err)
+		}
+		a.CheckJSON(t, "upstream.json", out)
+		a.CheckLines(t, "dropped.txt", append(slices.Clone(req.Dropped), dropped...))
+		if fromWire && !a.Flag("lossy") {
+			golden.RoundTrip(t, req, out, DecodeRequest, withoutStream)
+		}
+	}, "request_*.txtar")
 }
 
 // withoutStream clears what EncodeRequest always sets.

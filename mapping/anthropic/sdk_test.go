@@ -70,7 +70,7 @@ func TestSDKReadsEncodedStreams(t *testing.T) {
 			a := golden.Read(t, path)
 			sse, _ := a.File("want.sse")
 			jl, _ := a.File("events.jsonl")
-			events := parseEvents(t, jl)
+			events := golden.ParseEvents(t, jl)
 			got, err := sdkStream(t, sse)
 
 			ours := NewAccumulator(goldenOptions)

@@ -2,14 +2,9 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
@@ -20,9 +15,6 @@ var goldenOptions = StreamOptions{ID: "chatcmpl-test", Model: "gpt-test", Create
 
 // goldenRun is the run id the golden events get, with seq 1, 2, ...
 const goldenRun = "run_test"
-
-// archive is a txtar golden file.
-type archive = golden.Archive
 
 // encodeEvents numbers events as the engine does and writes them with a
 // StreamEncoder.
@@ -44,47 +36,18 @@ func encodeEvents(t testing.TB, events []bridge.Event, opt StreamOptions) (sse [
 }
 
 // TestGoldenStreams runs testdata/stream_*.txtar: upstream.sse is decoded
-// (DecodeStream) and compared with events.jsonl; those events, numbered
-// 1, 2, ... in run "run_test", are encoded (NewStreamEncoder with
-// goldenOptions) and compared with want.sse, and folded by an Accumulator
-// into completion.json. A comment line "crlf: yes"
-// turns the upstream's line ends into CRLF first.
+// (DecodeStream) and compared with events.jsonl (golden.Archive.Events);
+// those events, numbered 1, 2, ... in run "run_test", are encoded
+// (NewStreamEncoder with goldenOptions) and compared with want.sse, and
+// folded by an Accumulator into completion.json.
 func TestGoldenStreams(t *testing.T) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden streams")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			up, ok := a.File("upstream.sse")
-			if !ok {
-				t.Fatal("no upstream.sse")
-			}
-			if a.Flag("crlf") {
-				up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
-			}
-			events, _ := golden.Collect(t, DecodeStream(bytes.NewReader(up)))
-			var jl []byte
-			for _, ev := range events {
-				jl = append(jl, golden.Marshal(t, ev, false)...)
-			}
-			a.Check(t, "events.jsonl", jl)
-
-			// The encoder runs on the recorded events, so a change in the
-			// decoder shows in events.jsonl alone.
-			if want, ok := a.File("events.jsonl"); ok && !*golden.Update {
-				events = parseEvents(t, want)
-			}
-			sse, dropped := encodeEvents(t, events, goldenOptions)
-			a.Check(t, "want.sse", sse)
-			a.Check(t, "completion.json", completion(t, events))
-			if len(dropped) > 0 || hasFile(a, "dropped.txt") {
-				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		events := a.Events(t, DecodeStream)
+		sse, dropped := encodeEvents(t, events, goldenOptions)
+		a.Check(t, "want.sse", sse)
+		a.Check(t, "completion.json", completion(t, events))
+		a.CheckDropped(t, dropped)
+	}, "stream_*.txtar")
 }
 
 // completion is what an Accumulator makes of events, indented: the
@@ -101,30 +64,7 @@ func completion(t testing.TB, events []bridge.Event) []byte {
 		status, body = EncodeError(bridge.AsError(err))
 		head = fmt.Appendf(nil, "status %d\n", status)
 	}
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, body, "", "  "); err != nil {
-		t.Fatalf("invalid JSON %s: %v", body, err)
-	}
-	ind.WriteByte('\n')
-	return append(head, ind.Bytes()...)
-}
-
-func hasFile(a *archive, name string) bool { _, ok := a.File(name); return ok }
-
-func parseEvents(t testing.TB, jl []byte) []bridge.Event {
-	t.Helper()
-	var out []bridge.Event
-	for _, l := range bytes.Split(bytes.TrimSpace(jl), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var ev bridge.Event
-		if err := json.Unmarshal(l, &ev); err != nil {
-			t.Fatalf("events.jsonl: %v: %s", err, l)
-		}
-		out = append(out, ev)
-	}
-	return out
+	return append(head, golden.Indent(t, body)...)
 }
 
 // TestGoldenRequests runs testdata/request_*.txtar. With a request.json
@@ -134,54 +74,18 @@ func parseEvents(t testing.TB, jl []byte) []bridge.Event {
 // EncodeRequest's body (indented) is compared with upstream.json and what
 // it dropped with dropped.txt.
 func TestGoldenRequests(t *testing.T) {
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden requests")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			var req *bridge.Request
-			if body, ok := a.File("request.json"); ok {
-				var err error
-				if req, err = DecodeRequest(body); err != nil {
-					t.Fatalf("DecodeRequest: %v", err)
-				}
-				a.Check(t, "hub.json", golden.Marshal(t, req, true))
-			} else {
-				hub, ok := a.File("hub.json")
-				if !ok {
-					t.Fatal("neither request.json nor hub.json")
-				}
-				req = new(bridge.Request)
-				if err := json.Unmarshal(hub, req); err != nil {
-					t.Fatal(err)
-				}
-			}
-			body, dropped, err := EncodeRequest(req)
-			if err != nil {
-				t.Fatalf("EncodeRequest: %v", err)
-			}
-			var ind bytes.Buffer
-			if err := json.Indent(&ind, body, "", "  "); err != nil {
-				t.Fatalf("EncodeRequest made invalid JSON: %v\n%s", err, body)
-			}
-			ind.WriteByte('\n')
-			a.Check(t, "upstream.json", ind.Bytes())
-			a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
-
-			if _, ok := a.File("request.json"); ok && !a.Flag("lossy") {
-				again, err := DecodeRequest(body)
-				if err != nil {
-					t.Fatalf("DecodeRequest(EncodeRequest(req)): %v", err)
-				}
-				if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
-					t.Errorf("round trip mismatch (-first +second):\n%s", diff)
-				}
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		req, fromWire := a.Request(t, DecodeRequest)
+		body, dropped, err := EncodeRequest(req)
+		if err != nil {
+			t.Fatalf("EncodeRequest: %v", err)
+		}
+		a.CheckJSON(t, "upstream.json", body)
+		a.CheckLines(t, "dropped.txt", dropped)
+		if fromWire && !a.Flag("lossy") {
+			golden.RoundTrip(t, req, body, DecodeRequest, withoutStream)
+		}
+	}, "request_*.txtar")
 }
 
 // withoutStream clears what EncodeRequest always sets.

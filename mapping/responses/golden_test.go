@@ -2,12 +2,9 @@ package responses
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,19 +20,6 @@ const goldenRun = "run_test"
 
 // goldenTime is the time of every golden event (completed_at).
 var goldenTime = time.Unix(1700000042, 0).UTC()
-
-// archive is a txtar golden file.
-type archive = golden.Archive
-
-func indent(t testing.TB, body []byte) []byte {
-	t.Helper()
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, body, "", "  "); err != nil {
-		t.Fatalf("invalid JSON: %v\n%s", err, body)
-	}
-	ind.WriteByte('\n')
-	return ind.Bytes()
-}
 
 // engineEvents is what the engine makes of a decoded stream: the events
 // numbered 1, 2, ... in run "run_test", and the error a stream ended with
@@ -78,30 +62,14 @@ func response(t testing.TB, events []bridge.Event, opt StreamOptions) []byte {
 	var head []byte
 	if err := acc.Err(); err != nil {
 		status, body := EncodeError(err)
-		head = fmt.Appendf(nil, "status %d\n%s", status, indent(t, body))
+		head = fmt.Appendf(nil, "status %d\n%s", status, golden.Indent(t, body))
 	}
-	return append(head, indent(t, acc.Response("in_progress"))...)
+	return append(head, golden.Indent(t, acc.Response("in_progress"))...)
 }
 
-func parseEvents(t testing.TB, jl []byte) []bridge.Event {
-	t.Helper()
-	var out []bridge.Event
-	for _, l := range bytes.Split(bytes.TrimSpace(jl), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var ev bridge.Event
-		if err := json.Unmarshal(l, &ev); err != nil {
-			t.Fatalf("events.jsonl: %v: %s", err, l)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
-
-func goldenOpts(a *archive) StreamOptions {
+func goldenOpts(a *golden.Archive) StreamOptions {
 	opt := goldenOptions
-	opt.Background = a.Directive("background") == "yes"
+	opt.Background = a.Flag("background")
 	if s := a.Directive("skip"); s != "" {
 		opt.Skip, _ = strconv.ParseInt(s, 10, 64)
 	}
@@ -117,44 +85,15 @@ func goldenOpts(a *archive) StreamOptions {
 // lines: "crlf: yes" turns the upstream's line ends into CRLF first;
 // "background: yes" and "skip: N" set those options.
 func TestGoldenStreams(t *testing.T) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	enc, _ := filepath.Glob("testdata/encode_*.txtar")
-	files = append(files, enc...)
-	if len(files) == 0 {
-		t.Fatal("no golden streams")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			var events []bridge.Event
-			if up, ok := a.File("upstream.sse"); ok {
-				if a.Directive("crlf") == "yes" {
-					up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
-				}
-				events, _ = golden.Collect(t, DecodeStream(bytes.NewReader(up)))
-				var jl []byte
-				for _, ev := range events {
-					jl = append(jl, golden.Marshal(t, ev, false)...)
-				}
-				a.Check(t, "events.jsonl", jl)
-			}
-			// The encoder runs on the recorded events, so a change in the
-			// decoder shows in events.jsonl alone.
-			if want, ok := a.File("events.jsonl"); ok && !*golden.Update || events == nil {
-				events = parseEvents(t, want)
-			}
-			events = engineEvents(events)
-			opt := goldenOpts(a)
-			sse, dropped := encodeEvents(t, events, opt)
-			a.Check(t, "want.sse", sse)
-			opt.Skip = 0
-			a.Check(t, "response.json", response(t, events, opt))
-			if _, ok := a.File("dropped.txt"); len(dropped) > 0 || ok {
-				a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		events := engineEvents(a.Events(t, DecodeStream))
+		opt := goldenOpts(a)
+		sse, dropped := encodeEvents(t, events, opt)
+		a.Check(t, "want.sse", sse)
+		opt.Skip = 0
+		a.Check(t, "response.json", response(t, events, opt))
+		a.CheckDropped(t, dropped)
+	}, "stream_*.txtar", "encode_*.txtar")
 }
 
 // TestGoldenRequests runs testdata/request_*.txtar. With a request.json
@@ -164,43 +103,28 @@ func TestGoldenStreams(t *testing.T) {
 // upstream.json and what it dropped with dropped.txt. Comment lines
 // "previous: ID" and "from: N" set EncodeOptions, "store: yes" Store.
 func TestGoldenRequests(t *testing.T) {
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden requests")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			defer a.Write(t)
-			var req *bridge.Request
-			if body, ok := a.File("request.json"); ok {
-				r, err := DecodeRequest(body)
-				if err != nil {
-					t.Fatalf("DecodeRequest: %v", err)
-				}
-				a.Check(t, "decoded.json", golden.Marshal(t, r, true))
-				req = r.Hub
-			} else {
-				hub, ok := a.File("hub.json")
-				if !ok {
-					t.Fatal("neither request.json nor hub.json")
-				}
-				req = new(bridge.Request)
-				if err := json.Unmarshal(hub, req); err != nil {
-					t.Fatal(err)
-				}
-			}
-			opt := EncodeOptions{PreviousResponseID: a.Directive("previous"), Store: a.Directive("store") == "yes"}
-			opt.From, _ = strconv.Atoi(a.Directive("from"))
-			// The engine puts the instructions in front of the transcript.
-			up := *req
-			up.Messages = append(slices.Clone(req.Instructions), req.Messages...)
-			body, dropped, err := EncodeRequest(&up, opt)
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		var req *bridge.Request
+		if body, ok := a.File("request.json"); ok {
+			r, err := DecodeRequest(body)
 			if err != nil {
-				t.Fatalf("EncodeRequest: %v", err)
+				t.Fatalf("DecodeRequest: %v", err)
 			}
-			a.Check(t, "upstream.json", indent(t, body))
-			a.Check(t, "dropped.txt", []byte(strings.Join(dropped, "\n")+"\n"))
-		})
-	}
+			a.Check(t, "decoded.json", golden.Marshal(t, r, true))
+			req = r.Hub
+		} else {
+			req, _ = a.Request(t, nil)
+		}
+		opt := EncodeOptions{PreviousResponseID: a.Directive("previous"), Store: a.Flag("store")}
+		opt.From, _ = strconv.Atoi(a.Directive("from"))
+		// The engine puts the instructions in front of the transcript.
+		up := *req
+		up.Messages = append(slices.Clone(req.Instructions), req.Messages...)
+		body, dropped, err := EncodeRequest(&up, opt)
+		if err != nil {
+			t.Fatalf("EncodeRequest: %v", err)
+		}
+		a.CheckJSON(t, "upstream.json", body)
+		a.CheckLines(t, "dropped.txt", dropped)
+	}, "request_*.txtar")
 }

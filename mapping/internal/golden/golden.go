@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +30,29 @@ type Archive struct {
 	Path    string
 	A       *txtar.Archive
 	changed bool
+}
+
+// Run runs f on every golden file in testdata whose name matches one of
+// the patterns ("stream_*.txtar"), each in a subtest named after the file,
+// and writes the file back when -update changed it. No file at all fails
+// the test: a glob that matches nothing tests nothing.
+func Run(t *testing.T, f func(t *testing.T, a *Archive), patterns ...string) {
+	t.Helper()
+	var files []string
+	for _, p := range patterns {
+		m, _ := filepath.Glob(filepath.Join("testdata", p))
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no golden files testdata/%s", strings.Join(patterns, ", testdata/"))
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			a := Read(t, path)
+			defer a.Write(t)
+			f(t, a)
+		})
+	}
 }
 
 // Read parses the golden file at path.
@@ -83,6 +108,79 @@ func (a *Archive) Check(t testing.TB, name string, got []byte) {
 	}
 }
 
+// Has reports whether the archive has the section name.
+func (a *Archive) Has(name string) bool { _, ok := a.File(name); return ok }
+
+// CheckJSON compares the JSON body, indented, with the section name.
+func (a *Archive) CheckJSON(t testing.TB, name string, body []byte) {
+	t.Helper()
+	a.Check(t, name, Indent(t, body))
+}
+
+// CheckLines compares lines, one a line, with the section name.
+func (a *Archive) CheckLines(t testing.TB, name string, lines []string) {
+	t.Helper()
+	a.Check(t, name, []byte(strings.Join(lines, "\n")+"\n"))
+}
+
+// CheckDropped compares what a codec dropped with dropped.txt, where it
+// dropped anything or the archive says it drops nothing.
+func (a *Archive) CheckDropped(t testing.TB, dropped []string) {
+	t.Helper()
+	if len(dropped) > 0 || a.Has("dropped.txt") {
+		a.CheckLines(t, "dropped.txt", dropped)
+	}
+}
+
+// Events returns the events of a stream case and checks its decoder: the
+// section upstream.sse (its line ends made CRLF with the comment line
+// "crlf: yes") decoded by decode is compared with events.jsonl. The events
+// returned are those events.jsonl records (the decoded ones while -update
+// rewrites it), so an encoder runs on the recorded events and a change in
+// the decoder shows in events.jsonl alone. Without upstream.sse,
+// events.jsonl is the input (events of another dialect's upstream).
+func (a *Archive) Events(t testing.TB, decode func(io.Reader) bridge.Stream) []bridge.Event {
+	t.Helper()
+	var events []bridge.Event
+	up, fromWire := a.File("upstream.sse")
+	if fromWire {
+		if a.Flag("crlf") {
+			up = bytes.ReplaceAll(up, []byte("\n"), []byte("\r\n"))
+		}
+		events, _ = Collect(t, decode(bytes.NewReader(up)))
+		a.Check(t, "events.jsonl", JSONL(t, events))
+	}
+	if want, ok := a.File("events.jsonl"); ok && (!*Update || !fromWire) {
+		events = ParseEvents(t, want)
+	}
+	return events
+}
+
+// Request returns the hub request of a request case: the section
+// request.json decoded by decode and compared with hub.json, or, without
+// request.json, hub.json itself (a request from another dialect).
+// fromWire says which.
+func (a *Archive) Request(t testing.TB, decode func([]byte) (*bridge.Request, error)) (req *bridge.Request, fromWire bool) {
+	t.Helper()
+	if body, ok := a.File("request.json"); ok {
+		req, err := decode(body)
+		if err != nil {
+			t.Fatalf("DecodeRequest: %v", err)
+		}
+		a.Check(t, "hub.json", Marshal(t, req, true))
+		return req, true
+	}
+	hub, ok := a.File("hub.json")
+	if !ok {
+		t.Fatal("neither request.json nor hub.json")
+	}
+	req = new(bridge.Request)
+	if err := json.Unmarshal(hub, req); err != nil {
+		t.Fatal(err)
+	}
+	return req, false
+}
+
 // Set replaces (or adds) the section name.
 func (a *Archive) Set(name string, data []byte) {
 	a.changed = true
@@ -118,6 +216,44 @@ func Marshal(t testing.TB, v any, indent bool) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// Indent renders a JSON body indented, followed by a newline.
+func Indent(t testing.TB, body []byte) []byte {
+	t.Helper()
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, body, "", "  "); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, body)
+	}
+	ind.WriteByte('\n')
+	return ind.Bytes()
+}
+
+// JSONL renders events as JSON lines, as events.jsonl holds them.
+func JSONL(t testing.TB, events []bridge.Event) []byte {
+	t.Helper()
+	var jl []byte
+	for _, ev := range events {
+		jl = append(jl, Marshal(t, ev, false)...)
+	}
+	return jl
+}
+
+// ParseEvents reads JSON lines of events.
+func ParseEvents(t testing.TB, jl []byte) []bridge.Event {
+	t.Helper()
+	var out []bridge.Event
+	for _, l := range bytes.Split(bytes.TrimSpace(jl), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var ev bridge.Event
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatalf("events.jsonl: %v: %s", err, l)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // Collect ranges over a stream. An error the stream ends with is recorded as
@@ -158,5 +294,18 @@ func SameAsJSON[T any](t *testing.T, data []byte, fast func([]byte, *T) bool) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("the fast path's %q differs from json.Unmarshal's (-json +fast):\n%s", data, diff)
+	}
+}
+
+// RoundTrip checks that decoding body, what an encoder made of req, gives
+// req back; norm clears what the encoder always sets, on both sides.
+func RoundTrip(t testing.TB, req *bridge.Request, body []byte, decode func([]byte) (*bridge.Request, error), norm func(*bridge.Request) *bridge.Request) {
+	t.Helper()
+	again, err := decode(body)
+	if err != nil {
+		t.Fatalf("DecodeRequest(EncodeRequest(req)): %v", err)
+	}
+	if diff := cmp.Diff(norm(req), norm(again)); diff != "" {
+		t.Errorf("round trip mismatch (-first +second):\n%s", diff)
 	}
 }

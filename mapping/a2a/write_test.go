@@ -1,5 +1,0 @@
-package a2a
-
-import "os"
-
-func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
