@@ -26,6 +26,13 @@ const (
 	CodeInternal         Code = "internal"
 )
 
+// Codes returns every Code, for the tables that must cover each (every
+// mapping package's error-table test ranges over it).
+func Codes() []Code {
+	return []Code{CodeInvalid, CodeUnauthenticated, CodePermissionDenied, CodeNotFound, CodeConflict, CodeTooLarge,
+		CodeRateLimited, CodeUnsupported, CodeUpstream, CodeUnavailable, CodeTimeout, CodeCanceled, CodeInternal}
+}
+
 // Error is the one error shape of the bridge. It travels in events and
 // across dialects, so it is plain data.
 type Error struct {

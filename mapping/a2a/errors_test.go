@@ -10,12 +10,6 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-var allCodes = []bridge.Code{
-	bridge.CodeInvalid, bridge.CodeUnauthenticated, bridge.CodePermissionDenied, bridge.CodeNotFound,
-	bridge.CodeConflict, bridge.CodeTooLarge, bridge.CodeRateLimited, bridge.CodeUnsupported, bridge.CodeUpstream,
-	bridge.CodeUnavailable, bridge.CodeTimeout, bridge.CodeCanceled, bridge.CodeInternal,
-}
-
 var allRPCCodes = []int{
 	CodeParseError, CodeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, CodeInternalError, CodeServerError,
 	CodeTaskNotFound, CodeTaskNotCancelable, CodePushNotSupported, CodeUnsupportedOperation, CodeContentTypeNotSupported,
@@ -25,7 +19,7 @@ var allRPCCodes = []int{
 // TestErrorTableHubToWire: every bridge code has a JSON-RPC code, and a
 // bridge on the other side reads the same bridge code back.
 func TestErrorTableHubToWire(t *testing.T) {
-	for _, c := range allCodes {
+	for _, c := range bridge.Codes() {
 		t.Run(string(c), func(t *testing.T) {
 			e := RPCError(&bridge.Error{Code: c, Message: "m " + string(c), RetryAfter: 2 * time.Second})
 			if e.Code > -32000 || e.Code < -32768 {
@@ -59,7 +53,7 @@ func TestErrorTableHubToWire(t *testing.T) {
 // HTTP status for its code (500 for codes the table leaves out) and a
 // JSON-RPC error body that reads back as the same code.
 func TestEncodeError(t *testing.T) {
-	for _, c := range allCodes {
+	for _, c := range bridge.Codes() {
 		st, body := EncodeError(&bridge.Error{Code: c, Message: "m"})
 		if want, ok := statusOf[c]; ok && st != want || !ok && st != 500 {
 			t.Errorf("%s: status %d", c, st)

@@ -11,11 +11,8 @@ import (
 // (as an upstream's answer) gives the code again, except where ADK-JS's
 // statuses merge codes (an existing session is a 400, as a bad request).
 func TestErrorTable(t *testing.T) {
-	codes := []bridge.Code{bridge.CodeInvalid, bridge.CodeUnauthenticated, bridge.CodePermissionDenied, bridge.CodeNotFound,
-		bridge.CodeConflict, bridge.CodeTooLarge, bridge.CodeRateLimited, bridge.CodeUnsupported, bridge.CodeUpstream,
-		bridge.CodeUnavailable, bridge.CodeTimeout, bridge.CodeCanceled, bridge.CodeInternal}
 	merged := map[bridge.Code]bridge.Code{bridge.CodeConflict: bridge.CodeInvalid, bridge.CodeInternal: bridge.CodeUpstream}
-	for _, c := range codes {
+	for _, c := range bridge.Codes() {
 		st, body := EncodeError(bridge.Errorf(c, "msg %s", c))
 		if _, ok := statusOf[c]; !ok || st < 400 {
 			t.Errorf("%s: status %d", c, st)

@@ -8,13 +8,6 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-// allCodes is every bridge error code; the table must cover each.
-var allCodes = []bridge.Code{
-	bridge.CodeInvalid, bridge.CodeUnauthenticated, bridge.CodePermissionDenied, bridge.CodeNotFound,
-	bridge.CodeConflict, bridge.CodeTooLarge, bridge.CodeRateLimited, bridge.CodeUnsupported,
-	bridge.CodeUpstream, bridge.CodeUnavailable, bridge.CodeTimeout, bridge.CodeCanceled, bridge.CodeInternal,
-}
-
 // TestErrorTableCoversEveryCode: every code has its own row, renders the
 // Anthropic error shape, and an upstream error of that status and type
 // decodes back to the code (codes Anthropic shares a type with aside).
@@ -38,10 +31,10 @@ func TestErrorTableCoversEveryCode(t *testing.T) {
 		bridge.CodeCanceled:         {499, "invalid_request_error", bridge.CodeCanceled},
 		bridge.CodeInternal:         {500, "api_error", bridge.CodeUpstream},
 	}
-	if len(errorTable) != len(allCodes) {
-		t.Errorf("the table has %d rows for %d codes", len(errorTable), len(allCodes))
+	if len(errorTable) != len(bridge.Codes()) {
+		t.Errorf("the table has %d rows for %d codes", len(errorTable), len(bridge.Codes()))
 	}
-	for _, c := range allCodes {
+	for _, c := range bridge.Codes() {
 		t.Run(string(c), func(t *testing.T) {
 			w, ok := want[c]
 			if !ok {

@@ -8,17 +8,11 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-var allCodes = []bridge.Code{
-	bridge.CodeInvalid, bridge.CodeUnauthenticated, bridge.CodePermissionDenied, bridge.CodeNotFound,
-	bridge.CodeConflict, bridge.CodeTooLarge, bridge.CodeRateLimited, bridge.CodeUnsupported,
-	bridge.CodeUpstream, bridge.CodeUnavailable, bridge.CodeTimeout, bridge.CodeCanceled, bridge.CodeInternal,
-}
-
 // TestErrorTable: every code renders as an OpenAI error object whose
 // status decodes back to the same code (the HTTP table is Chat's); the
 // error of a failed response has a code from the SDK's enum.
 func TestErrorTable(t *testing.T) {
-	for _, c := range allCodes {
+	for _, c := range bridge.Codes() {
 		status, body := EncodeError(&bridge.Error{Code: c, Message: "m"})
 		var env struct {
 			Error struct {

@@ -28,14 +28,8 @@ func TestDecodeBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := DecodeBody([]byte(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("DecodeBody(%q) error = %v, want %q", tt.in, err, tt.wantErr)
-				}
+			if wantError(t, "DecodeBody("+tt.in+")", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("DecodeBody(%q): %v", tt.in, err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("DecodeBody(%q) (-want +got):\n%s", tt.in, diff)
@@ -67,4 +61,21 @@ func TestAddExtra(t *testing.T) {
 	if req.ExtraDialect != "openai" {
 		t.Errorf("ExtraDialect = %q, want %q: the first field decides", req.ExtraDialect, "openai")
 	}
+}
+
+// wantError checks err against want, a part of the error text wanted ("":
+// no error), and reports whether the case ends there (an error was
+// wanted).
+func wantError(t *testing.T, call string, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s error = %v, want %q", call, err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", call, err)
+	}
+	return false
 }

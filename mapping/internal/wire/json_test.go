@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,14 +29,8 @@ func TestOptStringMap(t *testing.T) {
 			}
 			var got map[string]string
 			err = OptStringMap(o, "x", "m", &got)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("OptStringMap(%s) error = %v, want %q", tt.in, err, tt.wantErr)
-				}
+			if wantError(t, "OptStringMap("+tt.in+")", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("OptStringMap(%s): %v", tt.in, err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("OptStringMap(%s) (-want +got):\n%s", tt.in, diff)

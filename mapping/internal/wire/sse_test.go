@@ -30,19 +30,7 @@ func TestSSEReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewSSEReader(strings.NewReader(tt.in))
-			var got []SSEEvent
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				ev.Data = bytes.Clone(ev.Data)
-				got = append(got, ev)
-			}
+			got := readAll(t, NewSSEReader(strings.NewReader(tt.in)))
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -56,14 +44,7 @@ func TestSSEReader(t *testing.T) {
 func TestSSEReaderOptions(t *testing.T) {
 	r := NewSSEReaderOptions(strings.NewReader("id: 1\ndata: a\n\ndata: b\n\nid: x\x00y\ndata: c\n\nid:\ndata: d\n\n"), SSEOptions{KeepID: true})
 	var ids []string
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range readAll(t, r) {
 		ids = append(ids, ev.ID)
 	}
 	if diff := cmp.Diff([]string{"1", "1", "1", ""}, ids); diff != "" {
@@ -77,5 +58,22 @@ func TestSSEReaderOptions(t *testing.T) {
 	r = NewSSEReader(strings.NewReader("data: " + strings.Repeat("a", MaxLine) + "\n\n"))
 	if _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "upstream stream: an SSE line longer than") {
 		t.Errorf("a line over MaxLine: %v", err)
+	}
+}
+
+// readAll reads r's events to its end; a read error fails t.
+func readAll(t *testing.T, r *SSEReader) []SSEEvent {
+	t.Helper()
+	var got []SSEEvent
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Data = bytes.Clone(ev.Data)
+		got = append(got, ev)
 	}
 }
