@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -215,8 +216,8 @@ func RetryAfter(d time.Duration) string {
 
 // Dropped returns the whole list of what a run's translations dropped: the
 // engine's (on the final event) and the inbound encoder's, recording the
-// encoder's on the run when it adds anything.
-func Dropped(ctx context.Context, e *bridge.Engine, runID string, final *bridge.Final, enc []string) ([]string, error) {
+// encoder's on the run when it adds anything (a failure to is logged).
+func Dropped(ctx context.Context, e *bridge.Engine, log *slog.Logger, runID string, final *bridge.Final, enc []string) []string {
 	var all []string
 	if final != nil {
 		all = append(all, final.Dropped...)
@@ -228,9 +229,12 @@ func Dropped(ctx context.Context, e *bridge.Engine, runID string, final *bridge.
 		}
 	}
 	if len(all) == n {
-		return all, nil
+		return all
 	}
-	return all, e.RecordDropped(context.WithoutCancel(ctx), runID, all[n:])
+	if err := e.RecordDropped(context.WithoutCancel(ctx), runID, all[n:]); err != nil {
+		log.Warn("record dropped", "run", runID, "err", err)
+	}
+	return all
 }
 
 // WriteError writes err as a dialect's JSON error object: encode gives

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -366,27 +365,24 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, rec *record, re
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, resumed bool, batch *inbound.Batch) {
 	ctx := r.Context()
 	enc := wire.NewStreamEncoder(opt)
-	next, stop := iter.Pull2(events)
-	defer stop()
+	p := inbound.Pull(events)
+	defer p.Stop()
 	var held []bridge.Event
-	for !resumed {
-		ev, err, ok := next()
-		if !ok {
+	if !resumed {
+		for ev := range p.Events {
+			if ev.Kind == bridge.KindRunStarted {
+				continue
+			}
+			if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed && ev.Final.Error != nil {
+				h.WriteError(w, ev.Final.Error)
+				return
+			}
+			held = append(held, ev)
 			break
 		}
-		if err != nil {
-			h.gone(r, run, err)
+		if p.Failed(h.cfg.Logger, r, run) {
 			return
 		}
-		if ev.Kind == bridge.KindRunStarted {
-			continue
-		}
-		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed && ev.Final.Error != nil {
-			h.WriteError(w, ev.Final.Error)
-			return
-		}
-		held = append(held, ev)
-		break
 	}
 	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
@@ -411,17 +407,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		return
 	}
 	for !enc.Done() {
-		ev, err, ok := next()
+		ev, ok := p.Next()
 		if !ok {
 			break
-		}
-		if err != nil {
-			h.gone(r, run, err)
-			return
 		}
 		if !write(&ev) {
 			return // the client went away; the run goes on
 		}
+	}
+	if p.Failed(h.cfg.Logger, r, run) {
+		return
 	}
 	if enc.Done() || run.Status.Terminal() {
 		_, _ = sw.Write([]byte(wire.Done))
@@ -436,7 +431,7 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, run *bridge.Ru
 	any := false
 	for ev, err := range events {
 		if err != nil {
-			h.gone(r, run, err)
+			inbound.EndedEarly(h.cfg.Logger, r, run, err)
 			h.WriteError(w, bridge.Errorf(bridge.CodeUnavailable, "the run's events could not be read"))
 			return
 		}
@@ -451,13 +446,6 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, run *bridge.Ru
 	}
 	h.dropped(r.Context(), run.ID, enc.Dropped())
 	h.writeJSON(w, out)
-}
-
-func (h *Handler) gone(r *http.Request, run *bridge.Run, err error) {
-	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
-		return
-	}
-	h.cfg.Logger.Warn("adk stream ended early", "run", run.ID, "err", err)
 }
 
 func (h *Handler) dropped(ctx context.Context, runID string, d []string) {

@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"errors"
-	"iter"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -123,7 +121,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 	var final *bridge.Final
 	for ev, err := range events {
 		if err != nil {
-			h.streamGone(r, run, err)
+			inbound.EndedEarly(h.cfg.Logger, r, run, err)
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 			return
 		}
@@ -133,7 +131,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 		acc.Add(&ev)
 	}
 	body, err := acc.Response()
-	inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, final, acc.Dropped()))
+	inbound.SetDropped(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, acc.Dropped()))
 	if err != nil {
 		h.WriteError(w, err)
 		return
@@ -146,41 +144,35 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the status Anthropic uses for it.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
-	next, stop := iter.Pull2(events)
-	defer stop()
+	p := inbound.Pull(events)
+	defer p.Stop()
 	var held []bridge.Event
-	for {
-		ev, err, ok := next()
-		if !ok {
-			next = nil
-			break
-		}
-		if err != nil {
-			h.streamGone(r, run, err)
-			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
-			return
-		}
+	for ev := range p.Events {
 		if ev.Kind == bridge.KindRunStarted || ev.Kind == bridge.KindUserMessage {
 			held = append(held, ev)
 			continue
 		}
 		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, ev.Final, nil))
+			inbound.SetDropped(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, ev.Final, nil))
 			h.WriteError(w, inbound.FinalError(ev.Final))
 			return
 		}
 		held = append(held, ev)
 		break
 	}
+	if p.Failed(h.cfg.Logger, r, run) {
+		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
+		return
+	}
 	// The header says what the inbound decoder dropped; the trailer the
 	// whole list, the outbound's included.
-	h.serveEvents(w, r, run, opt, run.Dropped, held, next)
+	h.serveEvents(w, r, run, opt, run.Dropped, held, p)
 }
 
 // serveEvents writes SSE frames for the held events, then for the rest,
 // with a ping after every PingInterval of silence.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool)) {
+	dropped []string, held []bridge.Event, events *inbound.Pulled) {
 	inbound.SetDropped(w.Header(), dropped)
 	// Every event is flushed on its own (no inbound.Batch): each upstream
 	// chunk reaches the client as the matching Anthropic event, never
@@ -202,15 +194,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	if err := p.flush(); err != nil { // the first visible event, at once
 		return
 	}
-	for next != nil {
-		ev, err, ok := next()
-		if !ok {
-			break
-		}
-		if err != nil {
-			h.streamGone(r, run, err)
-			return
-		}
+	for ev := range events.Events {
 		if ev.Kind == bridge.KindFinal {
 			final = ev.Final
 		}
@@ -218,9 +202,12 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 			return // the client went away
 		}
 	}
+	if events.Failed(h.cfg.Logger, r, run) {
+		return
+	}
 	p.close()
 	_ = enc.Close()
-	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, final, enc.Dropped()))
+	inbound.SetDroppedTrailer(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, enc.Dropped()))
 }
 
 // pinger writes a ping when the stream has been silent for the interval.
@@ -287,9 +274,9 @@ func (p *pinger) close() {
 // fresh encoder renders its frames byte for byte, block indices and the
 // open block included; the run API drops those before the cursor.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
-	next, stop := iter.Pull2(events)
-	defer stop()
-	h.serveEvents(w, r, run, streamOptions(run, ""), run.Dropped, nil, next)
+	p := inbound.Pull(events)
+	defer p.Stop()
+	h.serveEvents(w, r, run, streamOptions(run, ""), run.Dropped, nil, p)
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the upstream's count
@@ -315,27 +302,6 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 	inbound.SetDropped(w.Header(), req.Dropped)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"input_tokens":` + strconv.FormatInt(n, 10) + "}"))
-}
-
-// streamGone logs why a subscription ended early: the client left, or the
-// store failed (the client then sees the stream cut, and can resume).
-func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
-	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
-		return
-	}
-	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
-}
-
-// dropped returns the whole list of what the run's translations dropped
-// (the engine's, on the final event, and the encoder's), recording the
-// encoder's on the run when it adds anything. It reads nothing from the
-// store.
-func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final, enc []string) []string {
-	all, err := inbound.Dropped(ctx, h.cfg.Engine, runID, final, enc)
-	if err != nil {
-		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
-	}
-	return all
 }
 
 var _ inbound.Dialect = (*Handler)(nil)

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -156,8 +155,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	usage.Merge(final.Usage)
-	dropped, _ := inbound.Dropped(r.Context(), h.cfg.Engine, run.ID, final, nil)
-	inbound.SetDropped(w.Header(), dropped)
+	inbound.SetDropped(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, nil))
 	w.Header().Set(HeaderSessionID, s.id)
 	w.Header().Set("X-Run-Id", run.ID)
 	switch final.Status {
@@ -371,9 +369,7 @@ func (h *Handler) writeFrames(w http.ResponseWriter, r *http.Request, run *bridg
 	var final *bridge.Final
 	for ev, err := range events {
 		if err != nil {
-			if !errors.Is(err, context.Canceled) && r.Context().Err() == nil {
-				h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
-			}
+			inbound.EndedEarly(h.cfg.Logger, r, run, err)
 			return
 		}
 		if ev.Kind == bridge.KindFinal {
@@ -383,9 +379,7 @@ func (h *Handler) writeFrames(w http.ResponseWriter, r *http.Request, run *bridg
 			return // the client went away; the run goes on
 		}
 	}
-	if _, err := inbound.Dropped(r.Context(), h.cfg.Engine, run.ID, final, enc.Dropped()); err != nil {
-		h.cfg.Logger.Warn("record dropped", "run", run.ID, "err", err)
-	}
+	inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, enc.Dropped())
 }
 
 // lockedWriter serializes the frames and the keepalive comments, each one

@@ -4,10 +4,7 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -118,7 +115,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 	var final *bridge.Final
 	for ev, err := range events {
 		if err != nil {
-			h.streamGone(r, run, err)
+			inbound.EndedEarly(h.cfg.Logger, r, run, err)
 			return
 		}
 		if ev.Kind == bridge.KindFinal {
@@ -127,7 +124,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 		acc.Add(&ev)
 	}
 	body, err := acc.Response()
-	dropped := h.dropped(r.Context(), run.ID, final, acc.Dropped())
+	dropped := inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, acc.Dropped())
 	inbound.SetDropped(w.Header(), dropped)
 	if err != nil {
 		h.WriteError(w, err)
@@ -141,18 +138,10 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // answered: an upstream failure before its first byte becomes an ordinary
 // error response with the upstream's status.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, batch *inbound.Batch) {
-	next, stop := iter.Pull2(events)
-	defer stop()
+	p := inbound.Pull(events)
+	defer p.Stop()
 	var held []bridge.Event
-	for {
-		ev, err, ok := next()
-		if !ok {
-			break
-		}
-		if err != nil {
-			h.streamGone(r, run, err)
-			return
-		}
+	for ev := range p.Events {
 		if ev.Kind == bridge.KindRunStarted {
 			held = append(held, ev)
 			continue
@@ -164,37 +153,32 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 		held = append(held, ev)
 		break
 	}
-	h.serveEvents(w, r, run, opt, slices.Values(held), next, batch)
+	if p.Failed(h.cfg.Logger, r, run) {
+		return
+	}
+	h.serveEvents(w, r, run, opt, held, p, batch)
 }
 
 // serveEvents writes SSE frames for the held events, then for the rest.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	held func(func(bridge.Event) bool), next func() (bridge.Event, error, bool), batch *inbound.Batch) {
+	held []bridge.Event, p *inbound.Pulled, batch *inbound.Batch) {
 	inbound.SetDropped(w.Header(), run.Dropped)
 	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
 	enc := wire.NewStreamEncoder(sw, opt)
 	var final *bridge.Final
-	for ev := range held {
-		if ev.Kind == bridge.KindFinal {
-			final = ev.Final
+	for i := range held {
+		if held[i].Kind == bridge.KindFinal {
+			final = held[i].Final
 		}
-		if err := enc.Encode(&ev); err != nil {
+		if err := enc.Encode(&held[i]); err != nil {
 			return
 		}
 	}
 	if err := sw.Flush(); err != nil { // the first visible event, at once
 		return
 	}
-	for next != nil {
-		ev, err, ok := next()
-		if !ok {
-			break
-		}
-		if err != nil {
-			h.streamGone(r, run, err)
-			return
-		}
+	for ev := range p.Events {
 		if ev.Kind == bridge.KindFinal {
 			final = ev.Final
 		}
@@ -202,37 +186,20 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 			return // the client went away
 		}
 	}
+	if p.Failed(h.cfg.Logger, r, run) {
+		return
+	}
 	_ = enc.Close()
-	dropped := h.dropped(r.Context(), run.ID, final, enc.Dropped())
+	dropped := inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, final, enc.Dropped())
 	inbound.SetDroppedTrailer(w.Header(), dropped)
 }
 
 // ServeEvents implements inbound.Dialect: a replay (and follow) of a run's
 // events as the Chat Completions chunks its client was sent.
 func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream) {
-	next, stop := iter.Pull2(events)
-	defer stop()
-	opt := streamOptions(run, "")
-	h.serveEvents(w, r, run, opt, func(func(bridge.Event) bool) {}, next, nil)
-}
-
-// streamGone logs why a subscription ended early: the client left, or the
-// store failed (the client then sees the stream cut, and can resume).
-func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
-	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
-		return
-	}
-	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
-}
-
-// dropped records what the encoder dropped on the run and returns the run's
-// whole list.
-func (h *Handler) dropped(ctx context.Context, runID string, final *bridge.Final, enc []string) []string {
-	all, err := inbound.Dropped(ctx, h.cfg.Engine, runID, final, enc)
-	if err != nil {
-		h.cfg.Logger.Warn("record dropped", "run", runID, "err", err)
-	}
-	return all
+	p := inbound.Pull(events)
+	defer p.Stop()
+	h.serveEvents(w, r, run, streamOptions(run, ""), nil, p, nil)
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,6 @@ package responses
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -167,17 +166,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	rec.RunID, rec.SessionID, rec.After = run.ID, run.SessionID, run.LastSeq
 	w.Header().Set(HeaderRunID, run.ID)
 	w.Header().Set(HeaderSessionID, run.SessionID)
-	opt := streamOptions(rec)
-	if cr.Store {
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.finish(principal, rec, opt)
-		}()
-	}
+	opt := h.begun(principal, cr, rec, run)
 	if cr.Background && !cr.Hub.Stream {
 		acc := wire.NewAccumulator(opt)
 		h.writeJSON(w, http.StatusOK, acc.Response("queued"))
@@ -434,6 +425,22 @@ func streamOptions(rec *record) wire.StreamOptions {
 	return wire.StreamOptions{ID: rec.ID, Model: rec.Model, Created: rec.Created.Unix(), Echo: rec.Echo, Background: rec.Background}
 }
 
+// begun records run on rec and returns the stream options of its
+// response; a stored response is stored once the run ends its segment
+// (finish, in the background).
+func (h *Handler) begun(principal string, cr *wire.Request, rec *record, run *bridge.Run) wire.StreamOptions {
+	rec.RunID, rec.SessionID, rec.After = run.ID, run.SessionID, run.LastSeq
+	opt := streamOptions(rec)
+	if cr.Store {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.finish(principal, rec, opt)
+		}()
+	}
+	return opt
+}
+
 // finish stores the Response object once the response's run ends its
 // segment, so it outlives the run's events.
 func (h *Handler) finish(principal string, rec *record, opt wire.StreamOptions) {
@@ -499,7 +506,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 	acc := wire.NewAccumulator(opt)
 	for ev, err := range events {
 		if err != nil {
-			h.streamGone(r, run, err)
+			inbound.EndedEarly(h.cfg.Logger, r, run, err)
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 			return
 		}
@@ -520,36 +527,33 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 // written until the upstream has answered: a failure before its first
 // byte becomes an ordinary error response.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, hold bool, batch *inbound.Batch) {
-	next, stop := iter.Pull2(events)
-	defer stop()
+	p := inbound.Pull(events)
+	defer p.Stop()
 	var held []bridge.Event
-	for hold {
-		ev, err, ok := next()
-		if !ok {
+	if hold {
+		for ev := range p.Events {
+			if ev.Kind == bridge.KindRunStarted {
+				held = append(held, ev)
+				continue
+			}
+			if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
+				inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
+				h.WriteError(w, failure(ev.Final))
+				return
+			}
+			held = append(held, ev)
 			break
 		}
-		if err != nil {
-			h.streamGone(r, run, err)
+		if p.Failed(h.cfg.Logger, r, run) {
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 			return
 		}
-		if ev.Kind == bridge.KindRunStarted {
-			held = append(held, ev)
-			continue
-		}
-		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
-			h.WriteError(w, failure(ev.Final))
-			return
-		}
-		held = append(held, ev)
-		break
 	}
 	dropped := run.Dropped
 	if cur, err := h.cfg.Engine.Run(context.WithoutCancel(r.Context()), run.ID); err == nil {
 		dropped = cur.Dropped
 	}
-	h.serveEvents(w, r, run, opt, dropped, held, next, nil, batch)
+	h.serveEvents(w, r, run, opt, dropped, held, p, nil, batch)
 }
 
 // gate passes writes through once opened; before, it discards them (the
@@ -571,7 +575,7 @@ func (g *gate) Write(p []byte) (int, error) {
 // serveEvents writes the held events, then the rest, to the segment's
 // final. With g, writes go through it (a resume opens it at the cursor).
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridge.Run, opt wire.StreamOptions,
-	dropped []string, held []bridge.Event, next func() (bridge.Event, error, bool), g *gate, batch *inbound.Batch) {
+	dropped []string, held []bridge.Event, events *inbound.Pulled, g *gate, batch *inbound.Batch) {
 	inbound.SetDropped(w.Header(), dropped)
 	sw := batch.Writer(w)
 	w.WriteHeader(http.StatusOK)
@@ -589,14 +593,10 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	if err := sw.Flush(); err != nil { // the first events, at once
 		return
 	}
-	for next != nil && !enc.Finished() {
-		ev, err, ok := next()
+	for !enc.Finished() {
+		ev, ok := events.Next()
 		if !ok {
 			break
-		}
-		if err != nil {
-			h.streamGone(r, run, err)
-			return
 		}
 		if g != nil && !g.open && ev.Seq > g.at {
 			g.open = true
@@ -604,6 +604,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		if err := enc.Encode(&ev); err != nil {
 			return // the client went away
 		}
+	}
+	if events.Failed(h.cfg.Logger, r, run) {
+		return
 	}
 	_ = enc.Close()
 	inbound.SetDroppedTrailer(w.Header(), h.dropped(r.Context(), run.ID, enc.Dropped()))
@@ -619,7 +622,7 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 	first, err, ok := next()
 	stop()
 	if ok && err != nil {
-		h.streamGone(r, run, err)
+		inbound.EndedEarly(h.cfg.Logger, r, run, err)
 		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
 		return
 	}
@@ -638,10 +641,10 @@ func (h *Handler) ServeEvents(w http.ResponseWriter, r *http.Request, run *bridg
 		h.WriteError(w, err)
 		return
 	}
-	pull, stopAll := iter.Pull2(evs)
-	defer stopAll()
+	p := inbound.Pull(evs)
+	defer p.Stop()
 	g := &gate{at: cursor, open: cursor <= rec.After}
-	h.serveEvents(w, r, run, streamOptions(rec), run.Dropped, nil, pull, g, nil)
+	h.serveEvents(w, r, run, streamOptions(rec), run.Dropped, nil, p, g, nil)
 }
 
 // segmentAt is the response of run whose events hold seq cursor+1: the
@@ -758,13 +761,13 @@ func (h *Handler) restream(w http.ResponseWriter, r *http.Request, rec *record, 
 		h.WriteError(w, err)
 		return
 	}
-	next, stop := iter.Pull2(events)
-	defer stop()
+	p := inbound.Pull(events)
+	defer p.Stop()
 	w.Header().Set(HeaderRunID, run.ID)
 	w.Header().Set(HeaderSessionID, run.SessionID)
 	opt := streamOptions(rec)
 	opt.Skip = after + 1
-	h.serveEvents(w, r, run, opt, run.Dropped, nil, next, nil, nil)
+	h.serveEvents(w, r, run, opt, run.Dropped, nil, p, nil, nil)
 }
 
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) {
@@ -930,15 +933,6 @@ func (h *Handler) unsupported(w http.ResponseWriter, r *http.Request) {
 }
 
 // ---- helpers ----------------------------------------------------------------
-
-// streamGone logs why a subscription ended early: the client left, or the
-// store failed (the client then sees the stream cut, and can resume).
-func (h *Handler) streamGone(r *http.Request, run *bridge.Run, err error) {
-	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
-		return
-	}
-	h.cfg.Logger.Warn("run stream ended early", "run", run.ID, "err", err)
-}
 
 // dropped records what the encoder dropped on the run and returns the
 // run's whole list.

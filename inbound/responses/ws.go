@@ -329,15 +329,7 @@ func (wc *wsConn) create(ctx context.Context, cr *wire.Request, generate bool) e
 		}
 		return wc.sendError(ctx, err)
 	}
-	rec.RunID, rec.SessionID, rec.After = run.ID, run.SessionID, run.LastSeq
-	opt := streamOptions(rec)
-	if cr.Store {
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.finish(principal, rec, opt)
-		}()
-	}
+	opt := h.begun(principal, cr, rec, run)
 	wc.cache.put(&wsEntry{rec: *rec})
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
