@@ -20,8 +20,15 @@ import (
 // it closes it (flushing its telemetry) at cleanup.
 func startBenchMain(tb testing.TB, cfg Config) *Main {
 	tb.Helper()
+	return benchMainOn(tb, cfg, filepath.Join(tb.TempDir(), "bridge.db"))
+}
+
+// benchMainOn starts a bridge for a benchmark with its log in db (a SQLite
+// file or a postgres:// URL), logging nothing.
+func benchMainOn(tb testing.TB, cfg Config, db string) *Main {
+	tb.Helper()
 	cfg.Listen = "127.0.0.1:0"
-	cfg.DB = filepath.Join(tb.TempDir(), "bridge.db")
+	cfg.DB = db
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
