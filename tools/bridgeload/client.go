@@ -536,8 +536,11 @@ func cpuTime() time.Duration {
 
 // procStatus reads a "Vm...: N kB" field of /proc/self/status (0 where
 // there is none).
-func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func procStatus(field string) int64 { return statusField("/proc/self/status", field) }
+
+// statusField reads a kB field of a /proc status file (0 when it cannot).
+func statusField(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}

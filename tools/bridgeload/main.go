@@ -67,6 +67,8 @@ type options struct {
 	upstreamURL     string // the serve role's upstream
 	check           bool
 	cpuprofile      string
+	echoBytes       int // --echo-bytes: measure one echo request's memory instead
+	maxRSS          int // --max-rss, MiB
 }
 
 // roleEnv marks a child process: it measures the one target it is given
@@ -103,6 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.BoolVar(&opt.split, "split", false, "run the fake upstream, and the latency phase's client, each in a process of its own (as deployed: they no longer share the target's Go scheduler)")
 	fs.BoolVar(&opt.check, "check", false, "exit 1 when a goal is missed")
 	fs.StringVar(&opt.cpuprofile, "cpuprofile", "", "write CPU profiles of the latency and throughput phases to `PREFIX`.<target>.<phase>.pprof")
+	fs.IntVar(&opt.echoBytes, "echo-bytes", 0, "measure instead the peak RSS of a bridge (a process of its own, wired as `bridge serve` with its echo upstream and a SQLite file) answering one streamed request of this many bytes of text, which echo streams back a word at a time (8000000: two million events)")
+	fs.IntVar(&opt.maxRSS, "max-rss", 0, "with --echo-bytes: exit 1 when the bridge's peak RSS is above this many MiB (0: no limit)")
 	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
 	fs.StringVar(&opt.url, "url", "", "internal: the target URL a client process measures")
 	fs.StringVar(&opt.dialect, "dialect", dialectOpenAI, "internal: the dialect a client process speaks")
@@ -150,6 +154,8 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 		return opt, "", errors.New("--proxy-idle-conns, --max-runs: want 0 or more")
 	case opt.timeout <= 0:
 		return opt, "", errors.New("--timeout: want a positive duration")
+	case opt.echoBytes < 0 || opt.echoBytes > maxEchoBytes || opt.maxRSS < 0:
+		return opt, "", fmt.Errorf("--echo-bytes: want 0 to %d; --max-rss: want 0 or more", maxEchoBytes)
 	}
 	if opt.paired {
 		opt.split = true
@@ -200,6 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		roleClient:       func() error { return runClientRole(ctx, opt, stdout) },
 		roleServe:        func() error { return serveTargetRole(ctx, child, opt, os.Stdin, stdout) },
 		rolePairedClient: func() error { return runPairedClientRole(ctx, opt, stdout) },
+		roleEcho:         func() error { return serveEchoRole(ctx, os.Stdin, stdout) },
 	}
 	role := os.Getenv(roleEnv)
 	if f, ok := roles[role]; ok {
@@ -226,6 +233,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
+	if opt.echoBytes > 0 {
+		return echoMode(ctx, opt, stdout, stderr)
+	}
 	rep, err := runAll(ctx, opt, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridgeload:", err)

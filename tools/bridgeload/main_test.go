@@ -157,3 +157,33 @@ func runReport(t *testing.T, args ...string) (Report, string) {
 	}
 	return rep, stderr.String()
 }
+
+// TestEchoMemory is --echo-bytes scaled down: the echo bridge streams the
+// request's text back exactly and its peak RSS is read; a --max-rss below
+// it fails the run.
+func TestEchoMemory(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--echo-bytes=100000", "--json", "--timeout=60s"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload --echo-bytes exited %d\n%s", code, stderr.String())
+	}
+	var res EchoResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, stdout.String())
+	}
+	if res.Bytes != 100000 || res.Chunks < 10000 || res.PeakRSSKiB <= 0 {
+		t.Errorf("result %+v, want 100000 bytes in some 20000 chunks and a peak RSS", res)
+	}
+	if !strings.Contains(stderr.String(), "bridge peak RSS") {
+		t.Errorf("no figure printed:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"--echo-bytes=100000", "--max-rss=1", "--timeout=60s"}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "above --max-rss 1 MiB") {
+		t.Errorf("--max-rss=1: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	for _, bad := range [][]string{{"--echo-bytes=-1"}, {"--echo-bytes=9000000"}, {"--max-rss=-2"}} {
+		if _, _, err := parseFlags(bad, &stderr); err == nil {
+			t.Errorf("parseFlags(%q) = nil error", bad)
+		}
+	}
+}
