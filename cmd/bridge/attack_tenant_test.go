@@ -7,13 +7,21 @@ package main
 // principal and its id.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bridge-dev/bridge/bridge"
 )
 
 // tenantKeys are the two principals of these tests.
@@ -215,8 +223,9 @@ func TestAttackHermesForeignSession(t *testing.T) {
 }
 
 // volatile matches what differs between two answers to the same request
-// besides the id asked about: minted ids, times, counters.
-var volatile = regexp.MustCompile(`(run|sess|resp|msg|chatcmpl|call|task|s)[-_][A-Za-z0-9]{6,}|[0-9]+(\.[0-9]+)?`)
+// besides the id asked about: minted ids, hashes (of a body that holds the
+// id), times, counters, and whether a run just started has ended yet.
+var volatile = regexp.MustCompile(`[0-9a-f]{32,64}|(run|sess|resp|msg|chatcmpl|call|task|s)[-_][A-Za-z0-9]{6,}|[0-9]+(\.[0-9]+)?|"(running|completed)"`)
 
 // masked is body with id replaced and the volatile parts blanked, for
 // comparing answers about different ids.
@@ -225,4 +234,258 @@ func masked(body, id string) string {
 		body = strings.ReplaceAll(body, id, "<id>")
 	}
 	return volatile.ReplaceAllString(body, "#")
+}
+
+// crossProbe is one request a route is tried with: its body and headers,
+// with the placeholders {SESSION} (a session id: chat, A2A, Hermes, the run
+// API), {ADK} (an ADK session id), {RUN} (a run or task id), {RESP} (a
+// stored Responses id) and {IDEM} (an idempotency key) in them, and in the
+// route's wildcards and query.
+type crossProbe struct {
+	query, body string
+	header      []string
+}
+
+// crossBodies are the requests of the routes that carry ids in their
+// body, their headers or their query; every other route of the route table
+// either has a wildcard (filled from its name) or is listed in crossIDFree.
+// A route in neither fails TestAttackCrossPrincipal: a new route needs a
+// decision, not a memory.
+var crossBodies = map[string][]crossProbe{
+	"POST /v1/chat/completions": {{body: `{"model":"echo","messages":[{"role":"user","content":"probe"}]}`, header: []string{"X-Session-Id", "{SESSION}"}}},
+	"POST /v1/messages":         {{body: `{"model":"echo","max_tokens":16,"messages":[{"role":"user","content":"probe"}]}`, header: []string{"X-Session-Id", "{SESSION}"}}},
+	"POST /a2a": {
+		{body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"probe-{SESSION}","role":"user","contextId":"{SESSION}","parts":[{"kind":"text","text":"probe"}]}}}`},
+		{body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"probe-{RUN}","role":"user","taskId":"{RUN}","parts":[{"kind":"text","text":"probe"}]}}}`},
+		{body: `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"{RUN}"}}`},
+		{body: `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"id":"{RUN}"}}`},
+		{body: `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"{RUN}"}}`},
+	},
+	"POST /run":                              {{body: `{"appName":"echo","userId":"u","sessionId":"{ADK}","newMessage":{"role":"user","parts":[{"text":"probe"}]}}`}},
+	"POST /run_sse":                          {{body: `{"appName":"echo","userId":"u","sessionId":"{ADK}","newMessage":{"role":"user","parts":[{"text":"probe"}]}}`}},
+	"POST /api/sessions":                     {{body: `{"id":"{SESSION}"}`}},
+	"POST /v1/responses":                     {{body: `{"model":"echo","input":"probe","previous_response_id":"{RESP}"}`}, {body: `{"model":"echo","input":"probe"}`, header: []string{"X-Session-Id", "{SESSION}"}}},
+	"POST /v1/responses/compact":             {{body: `{"model":"echo","previous_response_id":"{RESP}"}`}},
+	"POST /v1/runs":                          {{body: `{"session_id":"{SESSION}","input":"probe"}`, header: []string{"Idempotency-Key", "{IDEM}"}}},
+	"GET /ui/api/runs":                       {{query: "session={SESSION}"}},
+	"POST /apps/{app}/users/{user}/sessions": {{body: `{"sessionId":"{ADK}"}`}},
+}
+
+// crossIDFree are the routes that take no id of a principal's, and why.
+var crossIDFree = map[string]string{
+	"GET /v1/models": "a list of models", "GET /v1/models/{model}": "a model name", "GET /list-apps": "a list of apps",
+	"GET /.well-known/agent-card.json": "the public card", "GET /.well-known/agent.json": "the public card",
+	"OPTIONS /.well-known/agent-card.json": "CORS", "OPTIONS /.well-known/agent.json": "CORS",
+	"POST /v1/messages/count_tokens": "counts a body's tokens", "POST /v1/responses/input_tokens": "counts a body's tokens",
+	"GET /api/sessions": "the caller's list (the leak check covers it)", "GET /apps/{app}/users/{user}/sessions": "the caller's list (the leak check covers it)",
+	"GET /v1/capabilities": "static", "GET /health": "static", "GET /v1/health": "static", "GET /healthz": "static",
+	"GET /v1/responses": "WebSocket mode (its frames carry previous_response_id; not tried here)",
+	"GET /ui/{$}":       "the page", "GET /ui/assets/": "static files", "/ui/": "a redirect", "GET /ui/api/me": "the caller",
+}
+
+// TestAttackCrossPrincipal: on every route and method of the route table,
+// key two acting on key one's ids (its sessions, a finished and a running
+// run, a stored response, an ADK session, an idempotency key) gets exactly
+// the answer it gets for ids no one made: the same status and the same
+// body but for the id itself and what the bridge mints (ids, times,
+// counts). Nothing key two receives holds key one's words, and key one's
+// session, runs and response are as they were, its running run still
+// running.
+func TestAttackCrossPrincipal(t *testing.T) {
+	count := newTally(t)
+	cfg := defaultConfig()
+	cfg.EchoDelay = 5 * time.Millisecond
+	base, m := tenantBridge(t, cfg)
+	const secret = "zanzibar-quokka"
+
+	// Key one's data.
+	one := map[string]string{}
+	resp, body := call(t, "POST", base+"/v1/chat/completions", tenantOne,
+		`{"model":"echo","messages":[{"role":"user","content":"`+secret+` one"}]}`, "X-Session-Id", "one-session")
+	if resp.StatusCode != 200 {
+		t.Fatalf("key one's chat: %d %s", resp.StatusCode, body)
+	}
+	one["{SESSION}"], one["{RUN}"] = "one-session", resp.Header.Get("X-Run-Id")
+	status, body := do(t, "POST", base+"/v1/responses", tenantOne, `{"model":"echo","input":"`+secret+` two"}`)
+	var r struct{ ID string }
+	if err := json.Unmarshal([]byte(body), &r); status != 200 || err != nil || r.ID == "" {
+		t.Fatalf("key one's response: %d %s", status, body)
+	}
+	one["{RESP}"] = r.ID
+	if status, body := do(t, "POST", base+"/apps/echo/users/u/sessions", tenantOne, `{"sessionId":"one-adk"}`); status != 200 {
+		t.Fatalf("key one's ADK session: %d %s", status, body)
+	}
+	if status, body := do(t, "POST", base+"/run", tenantOne, runBody("echo", "u", "one-adk", secret+" three", false)); status != 200 {
+		t.Fatalf("key one's ADK run: %d %s", status, body)
+	}
+	one["{ADK}"] = "one-adk"
+	if status, body := do(t, "POST", base+"/v1/runs", tenantOne, `{"session_id":"one-hermes","input":"`+secret+` four"}`,
+		"Idempotency-Key", "one-idem"); status != 202 {
+		t.Fatalf("key one's Hermes run: %d %s", status, body)
+	}
+	one["{IDEM}"] = "one-idem"
+	// A run that goes on while key two tries it (a detached session run).
+	live, body := call(t, "POST", base+"/v1/chat/completions", tenantOne,
+		`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+strings.Repeat(secret+" ", 3000)+`"}]}`,
+		"X-Session-Id", "one-live", "Prefer", "respond-async")
+	liveRun := live.Header.Get("X-Run-Id")
+	if live.StatusCode != http.StatusAccepted || liveRun == "" {
+		t.Fatalf("key one's live run: %d %s", live.StatusCode, body)
+	}
+	// What key one sees of it all, to compare after.
+	views := []string{"/v1/sessions/one-session/history", "/v1/runs/" + one["{RUN}"], "/v1/responses/" + one["{RESP}"],
+		"/apps/echo/users/u/sessions/one-adk", "/api/sessions/one-hermes/messages"}
+	before := map[string]string{}
+	waitFinished(t, base, tenantOne, "one-hermes")
+	for _, v := range views {
+		status, body := do(t, "GET", base+v, tenantOne, "")
+		if status != 200 {
+			t.Fatalf("key one's view %s: %d %s", v, status, body)
+		}
+		before[v] = body
+	}
+
+	never := map[string]string{"{SESSION}": "nobody-session", "{RUN}": "run_nobodyevermadethis1", "{RESP}": "resp_nobodyevermadethis1",
+		"{ADK}": "nobody-adk", "{IDEM}": "nobody-idem"}
+	kinds := map[string]string{"run": "{RUN}", "session": "{SESSION}", "id": "{SESSION}"}
+	var tried, routes int
+	statuses := map[int]int{} // of key two's answers about key one's ids
+	for _, route := range m.Endpoints() {
+		method, pattern, ok := strings.Cut(route, " ")
+		if !ok {
+			method, pattern = "GET", route
+		}
+		probes := crossBodies[route]
+		wild := wildcardRe.FindAllString(strings.TrimSuffix(pattern, "{$}"), -1)
+		if why, free := crossIDFree[route]; free {
+			count.add("id-free")
+			t.Logf("%s: no principal's id (%s)", route, why)
+			continue
+		}
+		if len(probes) == 0 && len(wild) == 0 {
+			t.Errorf("route %s: neither a wildcard nor a cross-principal probe; add it to crossBodies or crossIDFree", route)
+			continue
+		}
+		if len(probes) == 0 {
+			probes = []crossProbe{{body: "{}"}}
+		}
+		routes++
+		// The wildcards, by name; /v1/responses/{id} is a response id, an
+		// ADK {session} an ADK session.
+		path := pattern
+		for _, w := range wild {
+			name := strings.Trim(w, "{}")
+			kind := kinds[name]
+			switch {
+			case name == "app":
+				kind = "echo"
+			case name == "user":
+				kind = "u"
+			case strings.HasPrefix(pattern, "/v1/responses/"):
+				kind = "{RESP}"
+			case strings.HasPrefix(pattern, "/apps/") && name == "session":
+				kind = "{ADK}"
+			case kind == "":
+				t.Errorf("route %s: wildcard %s of no known kind", route, w)
+				kind = "x"
+			}
+			path = strings.Replace(path, w, kind, 1)
+		}
+		// A run wildcard is tried with the finished run and the live one.
+		owned := []map[string]string{one}
+		if strings.Contains(path, "{RUN}") || strings.Contains(fmt.Sprint(probes), "{RUN}") {
+			l := maps.Clone(one)
+			l["{RUN}"] = liveRun
+			owned = append(owned, l)
+		}
+		for _, p := range probes {
+			for _, ids := range owned {
+				count.add(method + " " + pattern)
+				tried++
+				fs, fb := crossSend(t, base, method, path, p, ids)
+				ns, nb := crossSend(t, base, method, path, p, never)
+				if fs != ns || crossMask(fb, ids) != crossMask(nb, never) {
+					t.Errorf("%s %s %s: key one's ids answer %d, ids no one made answer %d: %s", method, path, p.body, fs, ns, cmp.Diff(crossMask(fb, ids), crossMask(nb, never)))
+				}
+				statuses[fs]++
+				if strings.Contains(fb, secret) {
+					t.Errorf("%s %s: key two received key one's words: %.300s", method, path, fb)
+				}
+			}
+		}
+	}
+	t.Logf("cross-principal: %d routes with ids, %d requests tried twice (key one's ids, ids no one made); statuses %v", routes, tried, statuses)
+	if routes < 25 {
+		t.Errorf("only %d routes tried", routes)
+	}
+
+	// Key one's data is as it was; its live run still runs.
+	for _, v := range views {
+		if status, body := do(t, "GET", base+v, tenantOne, ""); status != 200 || body != before[v] {
+			t.Errorf("key one's %s changed:\nbefore %.400s\nafter  %d %.400s", v, before[v], status, body)
+		}
+	}
+	run, err := m.Store().Run(t.Context(), liveRun)
+	if err != nil || run.Status != bridge.StatusRunning {
+		t.Errorf("key one's live run after key two's attempts: %+v, %v; want still running", run, err)
+	}
+	if status, body := do(t, "POST", base+"/v1/runs/"+liveRun+"/cancel", tenantOne, ""); status != 200 {
+		t.Errorf("key one cancels its live run: %d %s", status, body)
+	}
+}
+
+// crossSend sends probe p of route method path as key two, with ids in
+// place of the placeholders, and reads at most a short while of a stream.
+func crossSend(t *testing.T, base, method, path string, p crossProbe, ids map[string]string) (int, string) {
+	t.Helper()
+	fill := func(s string) string {
+		for k, v := range ids {
+			s = strings.ReplaceAll(s, k, v)
+		}
+		return s
+	}
+	url := base + fill(path)
+	if p.query != "" {
+		url += "?" + fill(p.query)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	var body io.Reader
+	if method != "GET" && method != "DELETE" {
+		body = strings.NewReader(fill(p.body))
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, body)
+	req.Header.Set("Authorization", "Bearer "+tenantTwo)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(p.header); i += 2 {
+		req.Header.Set(p.header[i], fill(p.header[i+1]))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16)) // a stream that waits ends at the deadline
+	return resp.StatusCode, string(b)
+}
+
+// crossMask is masked with each of ids replaced.
+func crossMask(body string, ids map[string]string) string {
+	for _, id := range ids {
+		body = strings.ReplaceAll(body, id, "<id>")
+	}
+	return masked(body, "")
+}
+
+// waitFinished waits (bounded) until the caller's Hermes session's
+// messages hold an answer.
+func waitFinished(t *testing.T, base, key, session string) {
+	t.Helper()
+	for range 200 {
+		if _, body := do(t, "GET", base+"/v1/sessions/"+session+"/history", key, ""); strings.Contains(body, `"status":"completed"`) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("session %s never finished a run", session)
 }
