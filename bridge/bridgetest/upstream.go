@@ -91,3 +91,14 @@ func TextEvents(words ...string) []bridge.Event {
 		bridge.Event{Kind: bridge.KindMessageDone},
 		bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}})
 }
+
+// ToolTurn is a transcript in which the user asks, the assistant calls
+// tool "f" with the call id id, and the tool answers: what a test of how
+// an upstream takes a tool-call id sends.
+func ToolTurn(id string) []bridge.Message {
+	return []bridge.Message{
+		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
+		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: id, Name: "f", Arguments: "{}"}}},
+		{Role: bridge.RoleTool, ToolCallID: id, Parts: []bridge.Part{bridge.TextPart("r")}},
+	}
+}

@@ -305,33 +305,31 @@ func TestCorpusResume(t *testing.T) {
 			t.Errorf("text %q final %+v err %v", r.text, r.final, r.err)
 		}
 	})
-	for _, get := range []string{"a2a-v0.3/server/tasks-get.json", "a2a-v0.3/server/tasks-get-history-length-0.json",
-		"a2a-v0.3/server/tasks-get-history-length-1.json"} {
-		t.Run("tasks/get "+filepath.Base(get), func(t *testing.T) {
-			a := newCorpusAgent(t, "a2a-v0.3/server/agent-card.json", nil)
-			a.answer("message/stream", cut(loadCapture(t, "a2a-v0.3/server/message-stream.sse"), 4))
-			a.answer("tasks/resubscribe", loadCapture(t, "a2a-v0.3/server/error-unknown-task.http"))
-			a.answer("tasks/get", loadCapture(t, get))
-			call, _ := outa2a.New(outa2a.Config{URL: a.URL}).Open(ctxRun(t), userReq("hi"))
-			if r := drain(t, call); r.err != nil || r.text != "Hello, world" || r.final.Status != bridge.StatusCompleted {
-				t.Errorf("text %q final %+v err %v", r.text, r.final, r.err)
-			}
-			if got := strings.Join(a.methods(), ","); got != "message/stream,tasks/resubscribe,tasks/get" {
-				t.Errorf("calls %s", got)
-			}
-		})
-	}
-	for _, get := range []string{"a2a-v1/server/get-task.json", "a2a-v1/server/get-task-history-length-0.json"} {
-		t.Run("GetTask "+filepath.Base(get), func(t *testing.T) {
-			a := newCorpusAgent(t, "a2a-v1/server/agent-card.json", nil)
-			a.answer("SendStreamingMessage", cut(loadCapture(t, "a2a-v1/server/send-streaming-message.sse"), 4))
-			a.answer("SubscribeToTask", loadCapture(t, "a2a-v1/server/error-unknown-task.http"))
-			a.answer("GetTask", loadCapture(t, get))
-			call, _ := outa2a.New(outa2a.Config{URL: a.URL}).Open(ctxRun(t), userReq("hi"))
-			if r := drain(t, call); r.err != nil || r.text != "Hello, world" || r.final.Status != bridge.StatusCompleted {
-				t.Errorf("text %q final %+v err %v", r.text, r.final, r.err)
-			}
-		})
+	// Each version's methods (stream, resubscribe, get) and captures.
+	for _, v := range []struct {
+		dir, stream, streamCapture, resubscribe, get string
+		gets                                         []string
+	}{
+		{"a2a-v0.3/server", "message/stream", "message-stream.sse", "tasks/resubscribe", "tasks/get",
+			[]string{"tasks-get.json", "tasks-get-history-length-0.json", "tasks-get-history-length-1.json"}},
+		{"a2a-v1/server", "SendStreamingMessage", "send-streaming-message.sse", "SubscribeToTask", "GetTask",
+			[]string{"get-task.json", "get-task-history-length-0.json"}},
+	} {
+		for _, get := range v.gets {
+			t.Run(v.get+" "+get, func(t *testing.T) {
+				a := newCorpusAgent(t, v.dir+"/agent-card.json", nil)
+				a.answer(v.stream, cut(loadCapture(t, v.dir+"/"+v.streamCapture), 4))
+				a.answer(v.resubscribe, loadCapture(t, v.dir+"/error-unknown-task.http"))
+				a.answer(v.get, loadCapture(t, v.dir+"/"+get))
+				call, _ := outa2a.New(outa2a.Config{URL: a.URL}).Open(ctxRun(t), userReq("hi"))
+				if r := drain(t, call); r.err != nil || r.text != "Hello, world" || r.final.Status != bridge.StatusCompleted {
+					t.Errorf("text %q final %+v err %v", r.text, r.final, r.err)
+				}
+				if got, want := strings.Join(a.methods(), ","), v.stream+","+v.resubscribe+","+v.get; got != want {
+					t.Errorf("calls %s, want %s", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -104,12 +104,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	c := outanthropic.New(outanthropic.Config{BaseURL: srv.URL})
 	e := bridgetest.NewEngine(t, memory.New(nil), c)
 	const odd = "fc:call.1/x"
-	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
-		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
-		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: odd, Name: "f", Arguments: "{}"}}},
-		{Role: bridge.RoleTool, ToolCallID: odd, Parts: []bridge.Part{bridge.TextPart("r")}},
-	}}
-	bridgetest.Run(t, e, req)
+	bridgetest.Run(t, e, &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: bridgetest.ToolTurn(odd)})
 	msgs := upstreamMessages(t, srv.Requests()[0].Body)
 	minted := c.MintToolCallID(odd)
 	use := msgs[1].(map[string]any)["content"].([]any)[0].(map[string]any)

@@ -217,18 +217,25 @@ func TestClientStop(t *testing.T) {
 // settles from the run's status: the rest of its output, its usage and
 // outcome, and Dropped says the events in between are lost.
 func TestClientResume(t *testing.T) {
-	srv := hermestest.New()
-	defer srv.Close()
-	srv.Resumable, srv.CutAfter = true, 4
-	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
-	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
-	if err != nil {
-		t.Fatal(err)
+	// cut reads a call whose first chat stream the server cuts after n
+	// frames.
+	cut := func(resumable bool, n int, msg string) (*hermestest.Server, *bridge.Call, []bridge.Event) {
+		t.Helper()
+		srv := hermestest.New()
+		t.Cleanup(srv.Close)
+		srv.Resumable, srv.CutAfter = resumable, n
+		c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
+		call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user(msg)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := bridgetest.Collect(call.Events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, call, evs
 	}
-	evs, err := bridgetest.Collect(call.Events)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, evs := cut(true, 4, "tell me one two three four")
 	if got := text(evs); got != "you said: tell me one two three four" {
 		t.Errorf("text %q", got)
 	}
@@ -246,17 +253,7 @@ func TestClientResume(t *testing.T) {
 		t.Errorf("resumes %q", r)
 	}
 
-	plain := hermestest.New()
-	defer plain.Close()
-	plain.CutAfter = 4
-	c = New(Config{URL: plain.URL, IDs: memory.New(nil)})
-	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tell me one two three four")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if evs, err = bridgetest.Collect(call.Events); err != nil {
-		t.Fatal(err)
-	}
+	_, call, evs := cut(false, 4, "tell me one two three four")
 	if got := text(evs); got != "you said: tell me one two three four" {
 		t.Errorf("settled text %q", got)
 	}
@@ -268,17 +265,7 @@ func TestClientResume(t *testing.T) {
 	}
 
 	// Its run failed upstream meanwhile: the call fails with its error.
-	plain2 := hermestest.New()
-	defer plain2.Close()
-	plain2.CutAfter = 2
-	c = New(Config{URL: plain2.URL, IDs: memory.New(nil)})
-	call, err = c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("please fail")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if evs, err = bridgetest.Collect(call.Events); err != nil {
-		t.Fatal(err)
-	}
+	_, _, evs = cut(false, 2, "please fail")
 	if f := final(evs); f == nil || f.Status != bridge.StatusFailed {
 		t.Errorf("settled final %+v", f)
 	}

@@ -45,12 +45,7 @@ func TestMintedToolCallIDs(t *testing.T) {
 	store := memory.New(nil)
 	e := bridgetest.NewEngine(t, store, c)
 	const long = "fc_0f0e50a1476a6c35006912c58dc9f8819192c25864eb16f07f"
-	req := &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: []bridge.Message{
-		{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("q")}},
-		{Role: bridge.RoleAssistant, ToolCalls: []bridge.ToolCall{{ID: long, Name: "f", Arguments: "{}"}}},
-		{Role: bridge.RoleTool, ToolCallID: long, Parts: []bridge.Part{bridge.TextPart("r")}},
-	}}
-	bridgetest.Run(t, e, req)
+	bridgetest.Run(t, e, &bridge.Request{Inbound: "test", Model: "m", Full: true, Messages: bridgetest.ToolTurn(long)})
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d upstream requests", len(reqs))
