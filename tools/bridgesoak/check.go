@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/sqlite"
 )
 
@@ -33,10 +37,65 @@ type dbReport struct {
 	events    int64
 }
 
-// openRO opens the store read-only: a running bridge may have the file
-// open too (WAL readers do not block it), and the checks must change nothing.
-func openRO(ctx context.Context, path string) (*sqlite.Store, error) {
+// checkedStore is what the checks read of a store.
+type checkedStore interface {
+	ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run, error)
+	RunMessages(ctx context.Context, run string) ([]bridge.Message, error)
+	Events(ctx context.Context, run string, after int64, limit int) ([]bridge.Event, error)
+	Close() error
+}
+
+// openRO opens the store: a SQLite file read-only (a running bridge may
+// have the file open too: WAL readers do not block it, and the checks must
+// change nothing), or the PostgreSQL database of a postgres:// URL (whose
+// replicas may be running: the checks only read).
+func openRO(ctx context.Context, path string) (checkedStore, error) {
+	if postgres.IsURL(path) {
+		return postgres.Open(ctx, path, postgres.Options{})
+	}
 	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true, BusyTimeout: 10 * time.Second})
+}
+
+// storeIntegrity is SQLite's integrity check of st, or what stands for it.
+func storeIntegrity(ctx context.Context, st checkedStore) (string, error) {
+	if c, ok := st.(interface {
+		Integrity(context.Context) (string, error)
+	}); ok {
+		return c.Integrity(ctx)
+	}
+	return integrityNA, nil
+}
+
+// integrityNA stands for the integrity check on PostgreSQL, which has no
+// such command to ask.
+const integrityNA = "n/a (PostgreSQL)"
+
+// freshSchema creates a schema of the soak's own in the database of url
+// and returns url with its connections' search_path set to it, and a func
+// that drops it.
+func freshSchema(ctx context.Context, url string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", nil, fmt.Errorf("--db: %w", err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("bridgesoak_%d_%d", os.Getpid(), time.Now().Unix())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		return "", nil, fmt.Errorf("--db: create schema: %w", err)
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, url); err == nil {
+			_, _ = c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE")
+			c.Close(ctx)
+		}
+	}
+	return url + sep + "search_path=" + name, drop, nil
 }
 
 // runningRuns counts the runs whose status is running.
@@ -62,7 +121,7 @@ func integrity(ctx context.Context, path string) (string, error) {
 		return "", err
 	}
 	defer s.Close()
-	return s.Integrity(ctx)
+	return storeIntegrity(ctx, s)
 }
 
 // readStore reads every run and its events through the store, as a resume
@@ -75,7 +134,7 @@ func readStore(ctx context.Context, path string, keepSeqs bool) (*dbReport, erro
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	defer st.Close()
-	if rep.integrity, err = st.Integrity(ctx); err != nil {
+	if rep.integrity, err = storeIntegrity(ctx, st); err != nil {
 		return nil, err
 	}
 	runs, err := st.ListRuns(ctx, bridge.RunFilter{})

@@ -49,14 +49,15 @@ const (
 )
 
 // soakClient sends streaming requests to the bridge, in its dialects by
-// turns (by script id).
+// turns (by script id); with several bridges (replicas on one database),
+// to each by turns, as a round-robin load balancer would.
 type soakClient struct {
 	hc       *http.Client
-	base     string
+	bases    []string
 	dialects []string
 }
 
-func newSoakClient(base string, conns int, dialects []string) *soakClient {
+func newSoakClient(bases []string, conns int, dialects []string) *soakClient {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = conns
 	t.MaxIdleConnsPerHost = conns
@@ -65,8 +66,11 @@ func newSoakClient(base string, conns int, dialects []string) *soakClient {
 	if len(dialects) == 0 {
 		dialects = []string{dialectOpenAI}
 	}
-	return &soakClient{hc: &http.Client{Transport: t}, base: base, dialects: dialects}
+	return &soakClient{hc: &http.Client{Transport: t}, bases: bases, dialects: dialects}
 }
+
+// baseOf is the bridge script k goes to.
+func (c *soakClient) baseOf(k int64) string { return c.bases[uint64(k)%uint64(len(c.bases))] }
 
 func (c *soakClient) closeIdle() { c.hc.CloseIdleConnections() }
 
@@ -97,7 +101,7 @@ func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
 				"parts": []map[string]string{{"kind": "text", "text": s.model()}}}}}
 	}
 	body, _ := json.Marshal(req)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseOf(s.id)+path, bytes.NewReader(body))
 	if err != nil {
 		return rec.refused("request: " + err.Error())
 	}
@@ -113,7 +117,7 @@ func (c *soakClient) stream(ctx context.Context, s script) *streamRecord {
 // resume reads a run's events after its last seen id through
 // GET /v1/runs/{run}/events, appending to rec.
 func (c *soakClient) resume(ctx context.Context, rec *streamRecord) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/runs/"+rec.runID+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseOf(rec.script.id)+"/v1/runs/"+rec.runID+"/events", nil)
 	if err != nil {
 		rec.refused("request: " + err.Error())
 		return

@@ -35,11 +35,21 @@
 // upstream), which replays a task's events after Last-Event-ID: a2a-go's
 // server follows only what a task does after the resubscribe.
 //
+// With --replicas N --db postgres://… the soak runs N bridges on one
+// PostgreSQL database (in a fresh schema of its own), the clients' streams
+// spread over them by turns as a round-robin load balancer would. With
+// --crash one replica is SIGKILLed and not restarted: the others take its
+// runs over once its lease ends (--lease), every stream it cut resumes on
+// another replica from the last id its client saw, to its end, and the
+// store check (through storage/postgres) finds every event id a client
+// received and no run left running.
+//
 // All traffic stays on 127.0.0.1; --timeout bounds the whole run; the exit
 // status is 1 when a check fails.
 //
 //	go run ./tools/bridgesoak                      # 500 streams for 60 s
 //	go run ./tools/bridgesoak --crash              # with a SIGKILL half-way
+//	go run ./tools/bridgesoak --replicas 3 --db postgres://localhost/bridge --crash
 package main
 
 import (
@@ -52,6 +62,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bridge-dev/bridge/storage/postgres"
 )
 
 // options are the flags.
@@ -77,6 +89,11 @@ type options struct {
 	slack           int
 	dir             string
 	keep            bool
+	// replicas bridges share db, a postgres:// URL ("" : a SQLite file
+	// in dir, one bridge); lease is their --lease.
+	replicas int
+	db       string
+	lease    time.Duration
 }
 
 func defaultOptions() options {
@@ -95,6 +112,8 @@ func defaultOptions() options {
 		streamTimeout:   2 * time.Minute,
 		gtrace:          2 * time.Second,
 		slack:           10,
+		replicas:        1,
+		lease:           2 * time.Second,
 	}
 }
 
@@ -138,6 +157,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&opt.slack, "goroutine-slack", opt.slack, "goroutines the bridge may have after the load beyond those before it")
 	fs.StringVar(&opt.dir, "dir", "", "work directory: the binary, the database, the logs (default: a temporary one, removed unless --keep or a check fails)")
 	fs.BoolVar(&opt.keep, "keep", false, "keep the work directory")
+	fs.IntVar(&opt.replicas, "replicas", opt.replicas, "bridges on one database (more than 1 needs --db postgres://…); with --crash, one is SIGKILLed")
+	fs.StringVar(&opt.db, "db", "", "a postgres:// URL: the bridges' log, in a fresh schema the soak creates (default: a SQLite file in the work directory)")
+	fs.DurationVar(&opt.lease, "lease", opt.lease, "with --db postgres://…, the replicas' run lease (how soon a killed one's runs are taken over)")
 	if err := fs.Parse(args); err != nil {
 		return opt, err
 	}
@@ -176,6 +198,16 @@ func (o options) validate() error {
 		return errors.New("--dialects: none given")
 	case o.slack < 0:
 		return errors.New("--goroutine-slack: want 0 or more")
+	case o.replicas < 1 || o.replicas > 16:
+		return errors.New("--replicas: want 1 to 16")
+	case o.db != "" && !postgres.IsURL(o.db):
+		return errors.New("--db: want a postgres:// URL (the default is a SQLite file)")
+	case o.replicas > 1 && o.db == "":
+		return errors.New("--replicas: more than one needs --db postgres://…")
+	case o.crash && o.db != "" && o.replicas < 2:
+		return errors.New("--crash with --db postgres://… needs --replicas 2 or more: the others take the killed one's runs over")
+	case o.lease <= 0:
+		return errors.New("--lease: want a positive duration")
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
 // The short soak: the real bridge serve, 50 streams at once for 3 s with
@@ -146,6 +148,29 @@ func TestSoakCrash(t *testing.T) {
 	}
 }
 
+// TestSoakReplicasCrash: the short soak over three replicas on one
+// PostgreSQL (pgtest's server, a fresh schema), the streams spread over
+// them by turns; one is SIGKILLed and not restarted. The others take its
+// runs over, every stream it cut resumes on one of them to its end, every
+// event id a client received is in the database, and no run is left
+// running.
+func TestSoakReplicasCrash(t *testing.T) {
+	opt := shortSoak(t)
+	opt.replicas = 3
+	opt.db = pgtest.Start(t)
+	opt.lease = time.Second
+	opt.crash = true
+	opt.crashAfter = 1500 * time.Millisecond
+	res := runSoak(t, opt)
+	if res.killedAt == 0 || res.cutByCrash == 0 || res.resumed == 0 || res.resumedOK != res.resumed {
+		t.Errorf("killed at %s, %d streams cut by the kill, %d resumed, %d to their end: want a kill, and every cut stream resumed to its end",
+			res.killedAt, res.cutByCrash, res.resumed, res.resumedOK)
+	}
+	if res.byOutcome[clientCompleted] == 0 {
+		t.Errorf("no stream completed on the surviving replicas: %v", res.byOutcome)
+	}
+}
+
 // TestSoakCrashA2AUpstream: the SIGKILL with the bridge calling an A2A agent
 // (another bridge, which replays after Last-Event-ID): the restart resumes
 // the runs upstream instead of closing them, and every cut stream resumes
@@ -168,7 +193,7 @@ func TestSoakCrashA2AUpstream(t *testing.T) {
 // kinds of fault.
 func TestDialectOf(t *testing.T) {
 	opt := defaultOptions()
-	c := newSoakClient("http://127.0.0.1:1", 1, opt.dialects)
+	c := newSoakClient([]string{"http://127.0.0.1:1"}, 1, opt.dialects)
 	seen := map[string]int{}
 	for k := int64(1); k <= 2000; k++ {
 		seen[c.dialectOf(k)+" "+string(opt.script(k).fault)]++
@@ -249,6 +274,9 @@ func TestBadFlags(t *testing.T) {
 		{"--upstream-dialect", "grpc"},
 		{"--dialects", "openai,soap"},
 		{"--concurrency", "0"},
+		{"--replicas", "3"},
+		{"--db", "./x.db"},
+		{"--replicas", "2", "--db", "postgres://localhost/x", "--crash", "--replicas", "1"},
 	} {
 		var stderr strings.Builder
 		if code := run(args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "bridgesoak:") {

@@ -103,8 +103,10 @@ type soakRun struct {
 	logPath          string
 	args             []string // the bridge's, to restart it the same way
 	up               *fakeUpstream
-	p                *bridgeProc
+	p                *bridgeProc   // the first (with --crash, the killed) bridge
+	procs            []*bridgeProc // every replica, p first
 	cl               *soakClient
+	dropSchema       func() // the --db schema, dropped with a clean directory
 	undo             []func()
 	removeDirIfClean bool
 
@@ -128,6 +130,9 @@ func (s *soakRun) close(err error) {
 	if s.opt.keep || err != nil || len(s.res.failures) > 0 {
 		s.res.kept = true
 		return
+	}
+	if s.dropSchema != nil {
+		s.dropSchema()
 	}
 	_ = os.RemoveAll(s.dir)
 }
@@ -170,27 +175,47 @@ func (s *soakRun) start(ctx context.Context) error {
 		return err
 	}
 	s.dbPath = filepath.Join(s.dir, "soak.db")
-	if s.addr, err = freeAddr(); err != nil {
-		return err
+	if opt.db != "" {
+		if s.dbPath, s.dropSchema, err = freshSchema(ctx, opt.db); err != nil {
+			return err
+		}
+		res.dir += " (schema " + s.dbPath[strings.LastIndex(s.dbPath, "=")+1:] + ")"
 	}
 	upstream, err := s.upstreamFlag(ctx)
 	if err != nil {
 		return err
 	}
 	s.args = []string{"--db", s.dbPath, "--config", s.cfgPath, "--upstream", upstream}
-	s.logPath = filepath.Join(s.dir, "bridge.log")
-	if s.p, err = startBridge(ctx, s.bin, s.addr, s.logPath, opt.gtrace, s.args...); err != nil {
-		return err
+	if opt.db != "" {
+		s.args = append(s.args, "--lease", opt.lease.String())
 	}
-	p := s.p
-	s.undo = append(s.undo, func() {
-		select {
-		case <-p.exited:
-		default:
-			p.kill()
+	s.logPath = filepath.Join(s.dir, "bridge.log")
+	var bases []string
+	for i := range opt.replicas {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
 		}
-	})
-	s.cl = newSoakClient("http://"+s.addr, opt.concurrency+16, opt.dialects)
+		logPath := s.logPath
+		if i > 0 {
+			logPath = filepath.Join(s.dir, fmt.Sprintf("bridge-%d.log", i))
+		}
+		p, err := startBridge(ctx, s.bin, addr, logPath, opt.gtrace, s.args...)
+		if err != nil {
+			return err
+		}
+		s.undo = append(s.undo, func() {
+			select {
+			case <-p.exited:
+			default:
+				p.kill()
+			}
+		})
+		s.procs = append(s.procs, p)
+		bases = append(bases, "http://"+addr)
+	}
+	s.p, s.addr = s.procs[0], s.procs[0].addr
+	s.cl = newSoakClient(bases, opt.concurrency+16, opt.dialects)
 	s.undo = append(s.undo, s.cl.closeIdle)
 	return nil
 }
@@ -340,12 +365,18 @@ func (s *soakRun) check(ctx context.Context, records, load []*streamRecord, kill
 			res.cpuLoad = c - s.cpuBefore
 		}
 		res.afterLoad(ctx, p, s.cl, s.up, s.loadMark)
-		if err := p.stop(40 * time.Second); err != nil {
-			res.exit = err.Error()
-			res.fail("bridge serve did not exit cleanly on SIGTERM: %v", err)
-		} else {
-			res.exit = "exit 0 on SIGTERM"
+		res.exit = "exit 0 on SIGTERM"
+		if len(s.procs) > 1 {
+			res.exit = fmt.Sprintf("each of %d replicas: exit 0 on SIGTERM", len(s.procs))
 		}
+		for _, p := range s.procs {
+			if err := p.stop(40 * time.Second); err != nil {
+				res.exit = err.Error()
+				res.fail("bridge serve (%s) did not exit cleanly on SIGTERM: %v", p.addr, err)
+			}
+		}
+	} else if s.opt.db != "" {
+		res.crashedReplica(ctx, opt, s.procs[1:], s.dbPath, load, killTime)
 	} else {
 		res.crashed(ctx, opt, s.bin, s.addr, s.args, s.dbPath, load, killTime)
 		// The restarted bridge has exited by now (crashed stops it).
@@ -506,7 +537,7 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 	}
 
 	// Resume every stream the kill cut, from the last id its client saw.
-	cl := newSoakClient("http://"+addr, 64, opt.dialects)
+	cl := newSoakClient([]string{"http://" + addr}, 64, opt.dialects)
 	defer cl.closeIdle()
 	var (
 		wg  sync.WaitGroup
@@ -529,6 +560,76 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 		}()
 	}
 	wg.Wait()
+}
+
+// crashedReplica checks, after one replica's SIGKILL, what the others do:
+// they take its runs over once its lease ends (resumed upstream or closed
+// as interrupted), and each stream the kill cut resumes on one of them,
+// from the last id its client saw, to its end. Then the survivors stop.
+func (r *result) crashedReplica(ctx context.Context, opt options, survivors []*bridgeProc, db string, load []*streamRecord, killTime time.Time) {
+	r.integrityAfterKill = integrityNA
+	running, err := runningRuns(ctx, db)
+	r.runningAtKill = running
+	if err != nil {
+		r.fail("count running runs after the SIGKILL: %v", err)
+	}
+	var bases []string
+	for _, p := range survivors {
+		bases = append(bases, "http://"+p.addr)
+	}
+	cl := newSoakClient(bases, 64, opt.dialects)
+	defer cl.closeIdle()
+	var (
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 64)
+	)
+	for _, rec := range load {
+		if rec.outcome != clientCut || rec.runID == "" || rec.end.Before(killTime) {
+			continue
+		}
+		r.resumed++
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
+			defer cancel()
+			rec.outcome = ""
+			cl.resume(sctx, rec)
+			rec.resumed = true
+		}()
+	}
+	wg.Wait()
+	// Every run ends: the resumed ones have; the others the survivors
+	// took over within the lease (or resumed upstream, and they end there).
+	deadline := time.Now().Add(5*opt.lease + 30*time.Second)
+	for {
+		left, err := runningRuns(ctx, db)
+		if err != nil {
+			r.fail("count running runs after the takeover: %v", err)
+			break
+		}
+		r.runningAfterStart = left
+		if left == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r.runningAfterStart != 0 {
+		r.fail("%d runs still running %s after the SIGKILL", r.runningAfterStart, time.Since(killTime).Round(time.Second))
+	}
+	if n, err := interruptedRuns(ctx, db); err == nil {
+		r.interruptedAtStart = n
+	} else {
+		r.fail("count interrupted runs: %v", err)
+	}
+	r.exit = fmt.Sprintf("one SIGKILLed; the other %d: exit 0 on SIGTERM", len(survivors))
+	for _, p := range survivors {
+		if err := p.stop(40 * time.Second); err != nil {
+			r.exit = "a surviving replica: " + err.Error()
+			r.fail("a surviving replica (%s) did not exit cleanly on SIGTERM: %v", p.addr, err)
+		}
+	}
 }
 
 // judgeClients checks what each client saw against its script and against
@@ -623,7 +724,7 @@ func (r *result) checkStore(ctx context.Context, dbPath string, recs []*streamRe
 		return nil, nil
 	}
 	r.integrity, r.storedRuns, r.storedEvents, r.byStatus = st.integrity, len(st.runs), st.events, st.byStatus
-	if st.integrity != "ok" {
+	if st.integrity != "ok" && st.integrity != integrityNA {
 		r.fail("integrity_check: %s", st.integrity)
 	}
 	var probs []string
@@ -692,6 +793,12 @@ func (r *result) print(w io.Writer) {
 		mode = fmt.Sprintf("load with SIGKILL at %s", r.killedAt.Round(time.Millisecond))
 	}
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-34s %s\n", k, fmt.Sprintf(format, args...)) }
+	if o.db != "" {
+		mode += fmt.Sprintf(" over %d replicas on one PostgreSQL", o.replicas)
+		if o.crash {
+			mode += " (one killed, not restarted)"
+		}
+	}
 	fmt.Fprintf(w, "bridgesoak: %s, %d clients, %s, %d-%d chunks %s-%s apart, 1 in %d streams failing upstream half-way; clients %s, upstream %s\n",
 		mode, o.concurrency, o.duration, o.chunksMin, o.chunksMax, o.paceMin, o.paceMax, o.failEvery, strings.Join(o.dialects, "+"), o.upstreamDialect)
 	row("streams", "%d started in %s (%.0f/s), %d at once at most; %d warm-up", r.started, r.loadTime.Round(time.Millisecond),
@@ -707,10 +814,17 @@ func (r *result) print(w io.Writer) {
 	row("stream duration", "%s", r.duration)
 	row("upstream requests", "%d", r.upstreamRequests)
 	if o.crash {
-		row("cut or refused by the SIGKILL", "%d; resumed after the restart %d, to their end %d", r.cutByCrash, r.resumed, r.resumedOK)
+		where := "after the restart"
+		if o.db != "" {
+			where = "on another replica"
+		}
+		row("cut or refused by the SIGKILL", "%d; resumed %s %d, to their end %d", r.cutByCrash, where, r.resumed, r.resumedOK)
 		row("upstream calls with no stored run", "%d (the kill came before the writer created their run; no client saw any of it)", r.unrecorded)
 		row("integrity_check after SIGKILL", "%s", r.integrityAfterKill)
-		if r.opt.upstreamDialect == dialectA2A {
+		if o.db != "" {
+			row("runs running after the load", "%d (the killed replica's); the survivors took them over: %d interrupted, %d left running",
+				r.runningAtKill, r.interruptedAtStart, r.runningAfterStart)
+		} else if r.opt.upstreamDialect == dialectA2A {
 			row("runs the restart interrupted", "%d; resumed upstream the other %d (the agent's tasks, resubscribed; %d still running at the first look)",
 				r.interruptedAtStart, r.runningAtKill-r.interruptedAtStart, r.runningAfterStart)
 		} else {
@@ -730,7 +844,9 @@ func (r *result) print(w io.Writer) {
 	}
 	row("bridge process", "%s", r.exit)
 	row("store", "%d runs (%s), %d events; %d runs with problems", r.storedRuns, fmtCounts(r.byStatus), r.storedEvents, r.badRuns)
-	row("WAL file during the load", "at most %.1f MiB (sampled every 100 ms)", float64(r.walPeak)/(1<<20))
+	if o.db == "" {
+		row("WAL file during the load", "at most %.1f MiB (sampled every 100 ms)", float64(r.walPeak)/(1<<20))
+	}
 	row("integrity_check", "%s", r.integrity)
 	var warns []string
 	for k, n := range r.logCounts {
