@@ -36,6 +36,10 @@
 //     events to the run's window (liveRun.blocks: its newest LiveEvents
 //     events, a block more at most) and wakes that run's followers
 //     (publish). Nothing reaches a subscriber before the commit returned.
+//     It also notes when a run's first content was committed and seals the
+//     run's timings into the row that ends it; a timing learnt later
+//     (timing.go) joins its next batch, or is committed alone when it is
+//     idle.
 //   - The pump (one per running run, started by Start or Resume) opens the
 //     upstream call, decodes its events and emits them: emit assigns the
 //     next seq and queues the event for the writer. The pump owns the

@@ -133,6 +133,11 @@ type Engine struct {
 	runs    sync.WaitGroup // pump goroutines
 
 	writerDone chan struct{}
+	// late holds run timings learnt after their run's row was committed,
+	// for the writer's next commit; lateWake wakes an idle writer.
+	lateMu   sync.Mutex
+	late     []RunTiming
+	lateWake chan struct{}
 	// background stops the lease renewal and the relay's server (a store
 	// several processes share); bgDone is closed once they returned.
 	background context.CancelFunc
@@ -158,6 +163,7 @@ func New(cfg Config) (*Engine, error) {
 		maxTools:   cmp.Or(cfg.MaxTools, 512),
 		live:       make(map[string]*liveRun),
 		writerDone: make(chan struct{}),
+		lateWake:   make(chan struct{}, 1),
 	}
 	if e.tracer == nil {
 		e.tracer = noop.NewTracerProvider().Tracer("bridge")

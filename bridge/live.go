@@ -52,6 +52,8 @@ type liveRun struct {
 	call *Call // the upstream call in progress, for Abort; guarded by mu
 
 	dropped bool // the run could not be created: nothing of it is stored
+
+	timing *timing // its first commit and first client byte (timing.go)
 }
 
 // finishing reports whether the run has decided its outcome (its final
@@ -381,7 +383,19 @@ func (e *Engine) writer() {
 	b := &Batch{Events: make([]Event, 0, e.maxBatch)}
 	touched := make(map[*liveRun]struct{})
 	var linger *time.Timer
-	for first := range e.queue {
+	for {
+		var first *pending
+		select {
+		case p, ok := <-e.queue:
+			if !ok {
+				e.commitLate(b) // what the last runs' clients learnt
+				return
+			}
+			first = p
+		case <-e.lateWake:
+			e.commitLate(b) // nothing else to go with (a busy writer takes them in its batches)
+			continue
+		}
 		batch = append(batch[:0], first)
 		var since time.Time // when the batch began to wait
 	drain:
@@ -429,10 +443,14 @@ func (e *Engine) writer() {
 			e.log.Error("commit events", "events", len(b.Events), "err", err)
 			errs = e.isolate(batch)
 		}
+		at := time.Now() // not e.now: a test's clock counts its calls
 		for _, p := range batch {
 			touched[p.lr] = struct{}{}
 			if errs[p.lr] == nil {
 				p.lr.committed(&p.ev)
+				if p.urgent { // the run's first content
+					p.lr.timing.commitAt(at)
+				}
 			}
 		}
 		for lr := range touched {
@@ -479,10 +497,14 @@ func (e *Engine) commit(b *Batch, batch []*pending) error {
 		}
 		b.Events = append(b.Events, p.ev)
 		if p.run != nil {
+			if p.run.Status != StatusRunning {
+				p.lr.timing.seal(p.run) // the row that ends the run carries its timings
+			}
 			b.Runs = append(b.Runs, p.run)
 		}
 		b.Messages = append(b.Messages, p.msgs...)
 	}
+	b.Timings = e.takeLate(b.Timings[:0])
 	return e.store.Commit(context.Background(), b)
 }
 

@@ -146,6 +146,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("restart"), attrAfterSeq.Int64(lastSeq(prev, r.LastSeq))))
 
 	lr := newLiveRun(&r, prev, e.liveEvents, cancel)
+	lr.timing = e.timing(ctx, r.ID)
 	for _, ev := range prev[cur:] {
 		if carriesContent(ev.Kind) {
 			lr.contentSeen = true

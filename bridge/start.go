@@ -118,6 +118,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 
 	lr := newLiveRun(run, prev, e.liveEvents, cancel)
+	lr.timing = e.timing(ctx, run.ID)
 	if err := e.register(lr); err != nil {
 		cancel(err)
 		span.End()

@@ -51,6 +51,14 @@ type Run struct {
 
 	Created  time.Time `json:"created_at"`
 	Finished time.Time `json:"finished_at,omitzero"`
+	// FirstCommit is when the run's first content (the first event a
+	// client shows) was committed; FirstClientByte when the response to
+	// the request that started it wrote its first byte. Zero: not known
+	// (no content; a request with no body written, a WebSocket). No event
+	// records them: the inspector's waterfall and `bridge runs show` read
+	// them here.
+	FirstCommit     time.Time `json:"first_commit_at,omitzero"`
+	FirstClientByte time.Time `json:"first_client_byte_at,omitzero"`
 	// LastSeq is the seq of the last committed event.
 	LastSeq int64 `json:"last_seq"`
 }
@@ -88,6 +96,10 @@ type Batch struct {
 	Events   []Event
 	Runs     []*Run
 	Messages []Message
+	// Timings set what runs learnt of their timings after their row was
+	// committed: each non-zero time where the run's row has none yet (a
+	// run that does not exist is skipped).
+	Timings []RunTiming
 }
 
 // IDKind names what an id-map entry maps.

@@ -134,12 +134,18 @@ func (s statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // and a write has waited that long. The handler sees the failed write as
 // a client gone away: a run in a session goes on, resumable, as it does
 // when a client disconnects.
+//
+// The writer also times the response's first body byte for the run the
+// request starts (bridge.FirstByte in the request's context; the run keeps
+// it as Run.FirstClientByte): it sees every write already, so the timing
+// costs a request one value in its context and a write one test.
 func WriteDeadline(timeout time.Duration, h http.Handler) http.Handler {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}, r)
+		d := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+		h.ServeHTTP(d, r.WithContext(bridge.WithFirstByte(r.Context(), &d.first)))
 	})
 }
 
@@ -150,6 +156,8 @@ type deadlineWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	first   bridge.FirstByte
+	wrote   bool // the first byte is marked
 }
 
 func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
@@ -161,7 +169,12 @@ func (d *deadlineWriter) WriteHeader(status int) {
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {
 	d.arm()
-	return d.ResponseWriter.Write(p)
+	n, err := d.ResponseWriter.Write(p)
+	if !d.wrote && n > 0 {
+		d.wrote = true
+		d.first.Mark(time.Now())
+	}
+	return n, err
 }
 
 // FlushError is what http.ResponseController.Flush calls.

@@ -51,6 +51,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"InterruptRunning", testInterruptRunning},
 		{"InterruptRunningKeep", testInterruptRunningKeep},
 		{"DeleteEventsBefore", testDeleteEventsBefore},
+		{"RunTimings", testRunTimings},
 		{"NotFound", testNotFound},
 		{"ConcurrentCommit", testConcurrentCommit},
 	}

@@ -266,6 +266,29 @@ func TestInspectorBrowser(t *testing.T) {
 					t.Errorf("upstream wire lacks %q:\n%s", want, upstream)
 				}
 			}
+			// The waterfall places the first commit and the first byte
+			// written to the client; the API and `bridge runs show` give
+			// the same numbers.
+			for _, mark := range []string{"first commit", "first client byte"} {
+				if row := p.text(fmt.Sprintf(`#waterfall [data-mark=%s]`, js(mark))); !strings.Contains(row, " ms") {
+					t.Errorf("waterfall row %q = %q, want a time", mark, row)
+				}
+			}
+			_, page := uiRun(t, base, adminKey, tc.run)
+			var cli struct {
+				FirstCommitMS     *float64 `json:"first_commit_ms"`
+				FirstClientByteMS *float64 `json:"first_client_byte_ms"`
+			}
+			if err := json.Unmarshal([]byte(runCLI(t, "runs", "show", tc.run, "--db", m.Config().DB, "--json")), &cli); err != nil {
+				t.Fatal(err)
+			}
+			tl := page["timeline"].(map[string]any)
+			if cli.FirstCommitMS == nil || cli.FirstClientByteMS == nil || tl["first_commit_ms"] != *cli.FirstCommitMS || tl["first_client_byte_ms"] != *cli.FirstClientByteMS {
+				t.Errorf("page: first commit %v, first client byte %v; runs show: %v, %v", tl["first_commit_ms"], tl["first_client_byte_ms"], cli.FirstCommitMS, cli.FirstClientByteMS)
+			}
+			if ttft, commit := tl["ttft_ms"].(float64), *cli.FirstCommitMS; commit < ttft {
+				t.Errorf("first commit %v before the first content %v", commit, ttft)
+			}
 			r, _ := store.Run(t.Context(), tc.run)
 			for _, d := range r.Dropped {
 				if !strings.Contains(dropped, d) {
@@ -368,6 +391,38 @@ func TestInspectorAccess(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Errorf("chat completion without a key: %d, want 200 (the admin key locks the inspector only)", resp.StatusCode)
+		}
+	})
+	t.Run("a non-streaming answer's first byte, learnt after the run's end", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-test","messages":[{"role":"user","content":"answer whole"}]}`))
+		req.Header.Set("Authorization", "Bearer "+aliceKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		run := resp.Header.Get("X-Run-Id")
+		// The answer is written after the run's row was committed: the
+		// time goes in a later commit.
+		var tl map[string]any
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			_, v := uiRun(t, base, adminKey, run)
+			tl, _ = v["timeline"].(map[string]any)
+			if tl != nil && tl["first_client_byte_ms"] != nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		fb, ok1 := tl["first_client_byte_ms"].(float64)
+		end, ok2 := tl["duration_ms"].(float64)
+		commit, ok3 := tl["first_commit_ms"].(float64)
+		ttft, ok4 := tl["ttft_ms"].(float64)
+		if !ok1 || !ok2 || !ok3 || !ok4 || fb < end || commit < ttft {
+			t.Errorf("first client byte %v, first commit %v, first content %v, end %v: want the commit after the content and the byte after the end",
+				tl["first_client_byte_ms"], tl["first_commit_ms"], tl["ttft_ms"], tl["duration_ms"])
 		}
 	})
 	t.Run("a recording survives a restart", func(t *testing.T) {

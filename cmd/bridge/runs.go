@@ -233,6 +233,12 @@ func printTimeline(w io.Writer, tl *runTimeline) {
 	if tl.TTFTMS != nil {
 		p("ttft", "%s ms", tlFmtMS(*tl.TTFTMS))
 	}
+	if tl.FirstCommitMS != nil {
+		p("commit", "%s ms (its first content committed)", tlFmtMS(*tl.FirstCommitMS))
+	}
+	if tl.FirstClientByteMS != nil {
+		p("client", "%s ms (the first byte written to its client)", tlFmtMS(*tl.FirstClientByteMS))
+	}
 	p("trace", "%s", tlDash(r.TraceID))
 	var ids []string
 	if tl.Upstream.Run != "" {

@@ -71,6 +71,7 @@ func goldenRunDB(t *testing.T) string {
 	done.Status, done.StopReason = bridge.StatusInputRequired, bridge.StopToolUse
 	done.Usage = bridge.Usage{InputTokens: bridge.Int64(12), OutputTokens: bridge.Int64(5), TotalTokens: bridge.Int64(17)}
 	done.UpstreamRunID, done.Finished = "chatcmpl-up1", at(271.5)
+	done.FirstCommit, done.FirstClientByte = at(191.25), at(192.5)
 	if err := store.Commit(ctx, &bridge.Batch{Events: evs, Runs: []*bridge.Run{&done}}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,14 +136,16 @@ func TestRunsShowGolden(t *testing.T) {
 	out := runCLI(t, "runs", "show", "run_golden", "--db", db, "--json")
 	checkGolden(t, "runs_show.json", out)
 	var tl struct {
-		Run    bridge.Run `json:"run"`
-		TTFTMS float64    `json:"ttft_ms"`
+		Run               bridge.Run `json:"run"`
+		TTFTMS            float64    `json:"ttft_ms"`
+		FirstCommitMS     float64    `json:"first_commit_ms"`
+		FirstClientByteMS float64    `json:"first_client_byte_ms"`
 	}
 	if err := json.Unmarshal([]byte(out), &tl); err != nil {
 		t.Fatal(err)
 	}
-	if tl.Run.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || tl.TTFTMS != 190.1 {
-		t.Errorf("--json run %+v ttft %v", tl.Run, tl.TTFTMS)
+	if tl.Run.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || tl.TTFTMS != 190.1 || tl.FirstCommitMS != 191.25 || tl.FirstClientByteMS != 192.5 {
+		t.Errorf("--json run %+v ttft %v first commit %v first client byte %v", tl.Run, tl.TTFTMS, tl.FirstCommitMS, tl.FirstClientByteMS)
 	}
 	for _, secret := range []string{"Oslo", "wants weather", "Let me"} {
 		if strings.Contains(out, secret) || strings.Contains(runCLI(t, "runs", "show", "run_golden", "--db", db), secret) {

@@ -12,13 +12,17 @@ import (
 // ms from the run's start, the tool calls, the upstream's ids. `bridge runs
 // show --json` prints it, and the inspector's run page shows it.
 type Timeline struct {
-	Run        *bridge.Run     `json:"run"`
-	DurationMS *float64        `json:"duration_ms,omitempty"`
-	TTFTMS     *float64        `json:"ttft_ms,omitempty"`
-	Upstream   UpstreamIDs     `json:"upstream_ids"`
-	Events     []TimelineEvent `json:"events"`
-	ToolCalls  []ToolCall      `json:"tool_calls"`
-	Final      *bridge.Final   `json:"final,omitempty"`
+	Run        *bridge.Run `json:"run"`
+	DurationMS *float64    `json:"duration_ms,omitempty"`
+	TTFTMS     *float64    `json:"ttft_ms,omitempty"`
+	// FirstCommitMS and FirstClientByteMS place Run.FirstCommit and
+	// Run.FirstClientByte (absent: not known).
+	FirstCommitMS     *float64        `json:"first_commit_ms,omitempty"`
+	FirstClientByteMS *float64        `json:"first_client_byte_ms,omitempty"`
+	Upstream          UpstreamIDs     `json:"upstream_ids"`
+	Events            []TimelineEvent `json:"events"`
+	ToolCalls         []ToolCall      `json:"tool_calls"`
+	Final             *bridge.Final   `json:"final,omitempty"`
 	// EventsDeleted says the retention janitor has removed the events.
 	EventsDeleted bool `json:"events_deleted,omitempty"`
 }
@@ -82,10 +86,9 @@ type IDLookup interface {
 func BuildTimeline(ctx context.Context, store IDLookup, run *bridge.Run, evs []bridge.Event) *Timeline {
 	tl := &Timeline{Run: run, Events: []TimelineEvent{}, ToolCalls: []ToolCall{}, Upstream: UpstreamIDs{Run: run.UpstreamRunID}}
 	tl.EventsDeleted = len(evs) == 0 && run.LastSeq > 0
-	if !run.Finished.IsZero() {
-		d := ms(run.Finished.Sub(run.Created))
-		tl.DurationMS = &d
-	}
+	tl.DurationMS = offset(run, run.Finished)
+	tl.FirstCommitMS = offset(run, run.FirstCommit)
+	tl.FirstClientByteMS = offset(run, run.FirstClientByte)
 	calls := map[string]int{}
 	for _, ev := range evs {
 		te := TimelineEvent{Seq: ev.Seq, OffsetMS: ms(ev.Time.Sub(run.Created)), Kind: ev.Kind, Source: ev.Source, Index: ev.Index,
@@ -139,3 +142,12 @@ func BuildTimeline(ctx context.Context, store IDLookup, run *bridge.Run, evs []b
 
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// offset is t in ms from run's start (nil for the zero time).
+func offset(run *bridge.Run, t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := ms(t.Sub(run.Created))
+	return &v
+}

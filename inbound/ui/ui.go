@@ -339,11 +339,12 @@ func (h *Handler) run(r *http.Request, u who) (any, error) {
 // waterfall places the run's moments: received (0), the first upstream
 // call's response headers and first body byte (recorded runs only), the
 // first event the upstream gave, the first content (text, reasoning or a
-// tool call), and the end.
+// tool call), its commit, the first byte written to the client, and the
+// end.
 func waterfall(run *bridge.Run, tl *Timeline, evs []bridge.Event, calls []Call) []Mark {
 	zero := 0.0
 	marks := []Mark{{Name: "received", MS: &zero}, {Name: "upstream connected"}, {Name: "first upstream byte"},
-		{Name: "first upstream event"}, {Name: "first content"}, {Name: "end"}}
+		{Name: "first upstream event"}, {Name: "first content"}, {Name: "first commit"}, {Name: "first client byte"}, {Name: "end"}}
 	if len(calls) > 0 {
 		c := calls[0]
 		off := ms(c.Started.Sub(run.Created))
@@ -364,7 +365,8 @@ func waterfall(run *bridge.Run, tl *Timeline, evs []bridge.Event, calls []Call) 
 		}
 	}
 	marks[4].MS = tl.TTFTMS
-	marks[5].MS = tl.DurationMS
+	marks[5].MS, marks[6].MS = tl.FirstCommitMS, tl.FirstClientByteMS
+	marks[7].MS = tl.DurationMS
 	return marks
 }
 

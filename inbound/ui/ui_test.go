@@ -209,7 +209,7 @@ func TestRunPage(t *testing.T) {
 	for _, m := range v["waterfall"].([]any) {
 		marks = append(marks, m.(map[string]any)["name"].(string))
 	}
-	if d := cmp.Diff([]string{"received", "upstream connected", "first upstream byte", "first upstream event", "first content", "end"}, marks); d != "" {
+	if d := cmp.Diff([]string{"received", "upstream connected", "first upstream byte", "first upstream event", "first content", "first commit", "first client byte", "end"}, marks); d != "" {
 		t.Errorf("waterfall (-want +got):\n%s", d)
 	}
 	code, v = get(t, f.handler(as("", true)), "GET", "/ui/api/sessions/sess_a", "")

@@ -224,7 +224,9 @@ func (s *Store) createRun(r *bridge.Run) error {
 		return bridge.Errorf(bridge.CodeConflict, "create run: run %q exists", r.ID)
 	}
 	s.order++
-	s.runs[r.ID] = &runRow{run: *cloneRun(r), order: s.order}
+	row := &runRow{run: *cloneRun(r), order: s.order}
+	row.run.FirstCommit, row.run.FirstClientByte = time.Time{}, time.Time{} // set by the row that ends it, as SQLite's
+	s.runs[r.ID] = row
 	return nil
 }
 
@@ -342,9 +344,25 @@ func (s *Store) Commit(_ context.Context, b *bridge.Batch) error {
 			cur.Usage, cur.Dropped, cur.TraceID, cur.UpstreamRunID = c.Usage, c.Dropped, c.TraceID, c.UpstreamRunID
 			cur.Finished = c.Finished
 			cur.LastSeq = max(cur.LastSeq, c.LastSeq, s.lastEvent(r.ID))
+			setTiming(cur, c.FirstCommit, c.FirstClientByte)
+		}
+		for _, t := range b.Timings {
+			if row, ok := s.runs[t.RunID]; ok {
+				setTiming(&row.run, t.FirstCommit, t.FirstClientByte)
+			}
 		}
 		return s.addMessages(b.Messages)
 	})
+}
+
+// setTiming sets r's timings it has none of yet.
+func setTiming(r *bridge.Run, commit, firstByte time.Time) {
+	if r.FirstCommit.IsZero() && !commit.IsZero() {
+		r.FirstCommit = utc(commit)
+	}
+	if r.FirstClientByte.IsZero() && !firstByte.IsZero() {
+		r.FirstClientByte = utc(firstByte)
+	}
 }
 
 // check finds what would fail b, before anything of it is written.

@@ -307,7 +307,7 @@ const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, 
 	CASE WHEN status = 'running'
 		THEN GREATEST(last_seq, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0))
 		ELSE last_seq END,
-	render, superseded`
+	render, superseded, first_commit, first_byte`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 func (s *Store) CreateRun(ctx context.Context, r *bridge.Run, input []bridge.Message) error {
@@ -380,9 +380,11 @@ func scanRun(row pgx.Row) (*bridge.Run, error) {
 		created, finished int64
 		render            string
 		superseded        int64
+		commit, firstByte int64
 	)
 	err := row.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
-		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded)
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded,
+		&commit, &firstByte)
 	if err != nil {
 		return nil, err
 	}
@@ -398,6 +400,7 @@ func scanRun(row pgx.Row) (*bridge.Run, error) {
 		}
 	}
 	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	r.FirstCommit, r.FirstClientByte = fromUnixNano(commit), fromUnixNano(firstByte)
 	r.Superseded = superseded != 0
 	if render != "" {
 		r.Render = json.RawMessage(render)
@@ -504,7 +507,7 @@ func (s *Store) ListRuns(ctx context.Context, f bridge.RunFilter) ([]*bridge.Run
 // stored fails the batch with CodeConflict; an event, run or message of a
 // run that does not exist fails it with CodeNotFound.
 func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
-	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
+	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 && len(b.Timings) == 0 {
 		return nil
 	}
 	for _, sess := range b.Sessions {
@@ -518,7 +521,7 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 			return err
 		}
 	}
-	if len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
+	if len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 && len(b.Timings) == 0 {
 		// The hot path, a batch of deltas: one statement, no transaction.
 		return s.db().appendEvents(ctx, b.Events)
 	}
@@ -539,6 +542,12 @@ func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
 		for _, r := range b.Runs {
 			if err := s.updateRun(ctx, tx, r); err != nil {
 				return err
+			}
+		}
+		for _, t := range b.Timings {
+			if _, err := tx.Exec(ctx, `UPDATE runs SET first_commit = coalesce(nullif(first_commit, 0), $1),
+				first_byte = coalesce(nullif(first_byte, 0), $2) WHERE id = $3`, unixNano(t.FirstCommit), unixNano(t.FirstClientByte), t.RunID); err != nil {
+				return fmt.Errorf("set timing run=%s: %w", t.RunID, err)
 			}
 		}
 		return s.addMessages(ctx, tx, b.Messages, "", time.Time{})
@@ -623,10 +632,12 @@ func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 		reason = $6, usage = $7, dropped = $8, trace_id = $9, upstream_run_id = $10, finished = $11,
 		last_seq = GREATEST(last_seq, $12, coalesce((SELECT max(seq) FROM events WHERE run_id = runs.id), 0)),
 		owner = CASE WHEN status <> 'running' AND $4 = 'running' THEN $14 ELSE owner END,
-		lease_until = CASE WHEN status <> 'running' AND $4 = 'running' THEN `+dbNow+` + $15 ELSE lease_until END
+		lease_until = CASE WHEN status <> 'running' AND $4 = 'running' THEN `+dbNow+` + $15 ELSE lease_until END,
+		first_commit = coalesce(nullif(first_commit, 0), $16), first_byte = coalesce(nullif(first_byte, 0), $17)
 		WHERE id = $13`,
 		r.Outbound, r.Upstream, r.Model, string(r.Status), string(r.StopReason), r.Reason, string(usage), dropped,
-		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID, s.owner, s.lease.Nanoseconds())
+		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID, s.owner, s.lease.Nanoseconds(),
+		unixNano(r.FirstCommit), unixNano(r.FirstClientByte))
 	if err != nil {
 		return fmt.Errorf("update run id=%s: %w", r.ID, err)
 	}

@@ -24,11 +24,12 @@ import (
 // update that ends a run writes its LastSeq. For a
 // run in b.Runs, Commit writes Outbound, Upstream, Model (a continued run
 // may go to another upstream), Status, StopReason, Reason, Usage, Dropped,
-// TraceID, UpstreamRunID and Finished; its session, client run id,
+// TraceID, UpstreamRunID and Finished, and FirstCommit and FirstClientByte
+// where the row has none yet; its session, client run id,
 // principal, inbound dialect and Created are fixed when it is created. A message takes the session of its RunID's run and gets the
 // store's clock as Created when that is zero.
 func (s *Store) Commit(ctx context.Context, b *bridge.Batch) error {
-	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 {
+	if b == nil || len(b.Sessions) == 0 && len(b.NewRuns) == 0 && len(b.Events) == 0 && len(b.Runs) == 0 && len(b.Messages) == 0 && len(b.Timings) == 0 {
 		return nil
 	}
 	return s.writeThen(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, b) }, func() { s.committed(b) })
@@ -81,6 +82,14 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		for _, r := range b.Runs {
 			if err := updateRun(sctx, st, r); err != nil {
 				return err
+			}
+		}
+	}
+	if len(b.Timings) > 0 {
+		st := tx.StmtContext(ctx, s.setTiming)
+		for _, t := range b.Timings {
+			if _, err := st.ExecContext(sctx, unixNano(t.FirstCommit), unixNano(t.FirstClientByte), t.RunID); err != nil {
+				return fmt.Errorf("set timing run=%s: %w", t.RunID, err)
 			}
 		}
 	}
@@ -390,7 +399,7 @@ func updateRun(ctx context.Context, st *sql.Stmt, r *bridge.Run) error {
 		return fmt.Errorf("update run id=%s: dropped: %w", r.ID, err)
 	}
 	res, err := st.ExecContext(ctx, r.Outbound, r.Upstream, r.Model, string(r.Status), string(r.StopReason), r.Reason, usage, dropped,
-		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), r.LastSeq, r.ID)
+		r.TraceID, r.UpstreamRunID, unixNano(r.Finished), unixNano(r.FirstCommit), unixNano(r.FirstClientByte), r.LastSeq, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run id=%s: %w", r.ID, err)
 	}

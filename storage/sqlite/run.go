@@ -23,7 +23,7 @@ const runSelect = `id, session_id, client_run_id, principal, inbound, outbound, 
 	CASE WHEN status = 'running'
 		THEN max(last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = runs.id ORDER BY seq DESC LIMIT 1), 0))
 		ELSE last_seq END,
-	render, superseded`
+	render, superseded, first_commit, first_byte`
 
 // CreateRun inserts r and the messages that start it in one transaction.
 // CodeConflict if r's id is taken. A zero
@@ -207,9 +207,11 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		created, finished int64
 		render            string
 		superseded        int64
+		commit, firstByte int64
 	)
 	err := sc.Scan(&r.ID, &r.SessionID, &r.ClientRunID, &r.Principal, &r.Inbound, &r.Outbound, &r.Upstream, &r.Model,
-		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded)
+		&status, &stop, &r.Reason, &usage, &dropped, &r.TraceID, &r.UpstreamRunID, &created, &finished, &r.LastSeq, &render, &superseded,
+		&commit, &firstByte)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +227,7 @@ func scanRun(sc scanner) (*bridge.Run, error) {
 		}
 	}
 	r.Created, r.Finished = fromUnixNano(created), fromUnixNano(finished)
+	r.FirstCommit, r.FirstClientByte = fromUnixNano(commit), fromUnixNano(firstByte)
 	r.Superseded = superseded != 0
 	if render != "" {
 		r.Render = json.RawMessage(render)

@@ -79,6 +79,7 @@ type Store struct {
 	insertPack    *sql.Stmt // a row of consecutive deltas
 	lastEvent     *sql.Stmt // the row holding a run's events up to a seq
 	updateRun     *sql.Stmt
+	setTiming     *sql.Stmt
 	insertRun     *sql.Stmt
 	insertSession *sql.Stmt
 	insertMessage *sql.Stmt
@@ -338,8 +339,10 @@ func (s *Store) init(ctx context.Context) error {
 		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
-		finished = ?,
+		finished = ?, first_commit = coalesce(nullif(first_commit, 0), ?), first_byte = coalesce(nullif(first_byte, 0), ?),
 		last_seq = max(last_seq, ?, coalesce((SELECT max(seq, last) FROM events WHERE run_id = runs.id ORDER BY seq DESC LIMIT 1), 0))
+		WHERE id = ?`)
+	prepare(&s.setTiming, `UPDATE runs SET first_commit = coalesce(nullif(first_commit, 0), ?), first_byte = coalesce(nullif(first_byte, 0), ?)
 		WHERE id = ?`)
 	prepare(&s.insertRun, `INSERT INTO runs (`+runColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)`)
@@ -367,7 +370,7 @@ func (s *Store) close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.insertRun, s.insertSession, s.insertMessage} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.setTiming, s.insertRun, s.insertSession, s.insertMessage} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

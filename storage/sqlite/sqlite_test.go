@@ -126,7 +126,7 @@ func TestMigrationsReopen(t *testing.T) {
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
-		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}}
+		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}

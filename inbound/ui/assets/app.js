@@ -249,7 +249,7 @@ function renderRun(p, root) {
 
   // waterfall
   const end = Math.max(1, ...p.waterfall.map((m) => m.ms || 0));
-  kids.push(el("h2", { text: "Latency" }), el("div", { class: "card waterfall", id: "waterfall" }, p.waterfall.map((m) => el("div", { class: "row" },
+  kids.push(el("h2", { text: "Latency" }), el("div", { class: "card waterfall", id: "waterfall" }, p.waterfall.map((m) => el("div", { class: "row", "data-mark": m.name },
     el("span", { text: m.name }), el("div", { class: "track" }, m.ms == null ? null : el("div", { class: "bar", style: { width: (100 * m.ms / end).toFixed(2) + "%" } })),
     el("span", { class: "num mono", text: m.ms != null ? fmtMS(m.ms) : r.status === "running" ? "running" : "not recorded" })))));
 
