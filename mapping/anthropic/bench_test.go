@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
-	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/mapping/anthropic/anthropictest"
 )
 
 // BenchmarkStreamEncoderText is the hot path of a streamed answer: one text

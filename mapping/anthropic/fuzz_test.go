@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
-	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
 func isBridgeError(err error) bool {

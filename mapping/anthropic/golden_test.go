@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
-	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
 // goldenOptions are the fixed options the golden streams are encoded with.

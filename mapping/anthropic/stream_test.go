@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
-	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 )
 
 // sseOf renders test events as a Messages stream.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
+	"github.com/bridge-dev/bridge/mapping/responses/responsestest"
 )
 
 // BenchmarkDecodeStream decodes a Responses stream of 200 text deltas, the

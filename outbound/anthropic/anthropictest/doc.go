@@ -1,7 +1,5 @@
-// Package anthropictest is test support for the Anthropic Messages dialect:
-// a fake Anthropic upstream (an httptest server on 127.0.0.1 that answers
-// with scripted named-event SSE written by hand here, not by the bridge's
-// own encoder, so the codecs are tested against the wire rather than
-// against themselves), and CheckStream, the one validator of the Messages
-// stream grammar every test of an emitted stream uses.
+// Package anthropictest is a fake Anthropic upstream for tests: an
+// httptest server on 127.0.0.1 that answers with scripted named-event SSE
+// written by hand (Events, from mapping/anthropic/anthropictest, beside
+// CheckStream, the validator of the Messages stream grammar).
 package anthropictest

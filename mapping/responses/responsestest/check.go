@@ -1,78 +1,23 @@
 package responsestest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/bridge-dev/bridge/mapping/internal/sseframe"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Frame is one SSE event as it came off the wire.
-type Frame struct {
-	ID    string
-	HasID bool
-	Event string
-	Data  string
-	IDs   int // id lines seen
-	Datas int // data lines seen
-	Other []string
-}
-
-func (f Frame) String() string {
-	var b strings.Builder
-	if f.HasID {
-		fmt.Fprintf(&b, "id: %s | ", f.ID)
-	}
-	fmt.Fprintf(&b, "event: %s | data: %s", f.Event, f.Data)
-	return b.String()
-}
+type Frame = sseframe.Frame
 
 // ParseFrames splits an SSE body into frames (LF line ends, as the bridge
 // writes). A body that ends inside a frame returns the frames before it and
 // an error.
-func ParseFrames(sse []byte) ([]Frame, error) {
-	var out []Frame
-	sc := bufio.NewScanner(bytes.NewReader(sse))
-	sc.Buffer(make([]byte, 0, 64<<10), 32<<20)
-	var f Frame
-	lines := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if lines > 0 {
-				out = append(out, f)
-			}
-			f, lines = Frame{}, 0
-			continue
-		}
-		lines++
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch name {
-		case "id":
-			f.ID, f.HasID = value, true
-			f.IDs++
-		case "event":
-			f.Event = value
-		case "data":
-			f.Data = value
-			f.Datas++
-		default:
-			f.Other = append(f.Other, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, err
-	}
-	if lines > 0 {
-		return out, fmt.Errorf("the stream ends inside a frame: %s", f)
-	}
-	return out, nil
-}
+func ParseFrames(sse []byte) ([]Frame, error) { return sseframe.Parse(sse) }
 
 // Check says what a stream must be.
 type Check struct {
@@ -246,10 +191,10 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 		if c.RunID != "" {
 			if f.IDs != 1 {
 				k.bad("%d id lines, want 1", f.IDs)
-			} else if run, pos, ok := parseEventID(f.ID); !ok || run != c.RunID {
+			} else if run, pos, ok := sseframe.ParseID(f.ID); !ok || run != c.RunID {
 				k.bad("id %q is not an event id of run %s", f.ID, c.RunID)
 			} else {
-				if !before(k.lastPos, pos) {
+				if !sseframe.Before(k.lastPos, pos) {
 					k.bad("event id %q is not after the frame before's (every frame has an id of its own)", f.ID)
 				}
 				k.lastPos = pos
@@ -773,7 +718,7 @@ func checkResponseObject(raw json.RawMessage) (map[string]json.RawMessage, []str
 		return nil, []string{"not a JSON object"}
 	}
 	var problems []string
-	for _, key := range sortedKeys(requiredResponse) {
+	for _, key := range wire.SortedKeys(requiredResponse) {
 		v, ok := r[key]
 		if !ok {
 			problems = append(problems, "no "+key)
@@ -894,40 +839,3 @@ func CheckResponse(body []byte) (*Summary, []string) {
 	sum.Items = len(out)
 	return sum, problems
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// parseEventID splits a bridge frame id: "run:seq" (bridge.EventID, the
-// last frame of event seq) or "run:seq.k" (bridge.FrameID, its frame k),
-// without importing the hub into test support. pos orders the ids as the
-// frames go: every frame's id is greater than the one before.
-func parseEventID(id string) (run string, pos [2]int64, ok bool) {
-	i := strings.LastIndexByte(id, ':')
-	if i <= 0 {
-		return "", pos, false
-	}
-	s, k, dotted := strings.Cut(id[i+1:], ".")
-	seq, err := strconv.ParseUint(s, 10, 63)
-	if err != nil {
-		return "", pos, false
-	}
-	pos = [2]int64{int64(seq), math.MaxInt64}
-	if dotted {
-		n, err := strconv.ParseUint(k, 10, 31)
-		if err != nil || n == 0 {
-			return "", pos, false
-		}
-		pos[1] = int64(n)
-	}
-	return id[:i], pos, true
-}
-
-// before reports whether frame position a comes before b.
-func before(a, b [2]int64) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }

@@ -1,81 +1,21 @@
 package anthropictest
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/bridge-dev/bridge/mapping/internal/sseframe"
 )
 
 // Frame is one SSE event as it came off the wire.
-type Frame struct {
-	ID    string
-	HasID bool
-	Event string
-	Data  string
-	Lines int // id, event and data lines seen
-	Other []string
-}
-
-func (f Frame) String() string {
-	var b strings.Builder
-	if f.HasID {
-		fmt.Fprintf(&b, "id: %s | ", f.ID)
-	}
-	fmt.Fprintf(&b, "event: %s | data: %s", f.Event, f.Data)
-	return b.String()
-}
+type Frame = sseframe.Frame
 
 // ParseFrames splits an SSE body into frames (LF line ends, as the bridge
 // writes). A body that ends inside a frame returns the frames before it and
 // an error.
-func ParseFrames(sse []byte) ([]Frame, error) {
-	var out []Frame
-	sc := bufio.NewScanner(bytes.NewReader(sse))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	var f Frame
-	lines := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if lines > 0 {
-				out = append(out, f)
-			}
-			f, lines = Frame{}, 0
-			continue
-		}
-		lines++
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch name {
-		case "id":
-			f.ID, f.HasID = value, true
-			f.Lines++
-		case "event":
-			f.Event = value
-			f.Lines++
-		case "data":
-			if f.Data != "" {
-				f.Other = append(f.Other, "a second data line")
-			}
-			f.Data = value
-			f.Lines++
-		default:
-			f.Other = append(f.Other, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, err
-	}
-	if lines > 0 {
-		return out, fmt.Errorf("the stream ends inside a frame: %s", f)
-	}
-	return out, nil
-}
+func ParseFrames(sse []byte) ([]Frame, error) { return sseframe.Parse(sse) }
 
 // ToolCall is one tool_use block as a client accumulates it.
 type ToolCall struct {
@@ -187,8 +127,12 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 		bad := func(format string, args ...any) {
 			problems = append(problems, fmt.Sprintf("frame %d (%s): %s", i+1, f, fmt.Sprintf(format, args...)))
 		}
-		if len(f.Other) > 0 {
-			bad("unexpected lines %q", f.Other)
+		other := f.Other
+		if f.Datas > 1 {
+			other = append(other, "a second data line")
+		}
+		if len(other) > 0 {
+			bad("unexpected lines %q", other)
 		}
 		if f.Event == "" {
 			bad("no event: line (SDK clients skip such frames)")
@@ -214,13 +158,13 @@ func CheckStream(frames []Frame, c Check) (*Summary, []string) {
 		}
 		if f.HasID {
 			s.IDs = append(s.IDs, f.ID)
-			run, pos, ok := parseEventID(f.ID)
+			run, pos, ok := sseframe.ParseID(f.ID)
 			switch {
 			case !ok:
 				bad("id %q is not an event id", f.ID)
 			case c.RunID != "" && run != c.RunID:
 				bad("id %q names run %s, want %s", f.ID, run, c.RunID)
-			case !before(lastPos, pos):
+			case !sseframe.Before(lastPos, pos):
 				bad("id %q goes back or repeats (every frame has an id of its own)", f.ID)
 			default:
 				lastPos = pos
@@ -495,31 +439,3 @@ func (u *Usage) add(raw json.RawMessage) {
 		u.CacheCreation = *v.CacheCreation
 	}
 }
-
-// parseEventID splits a bridge frame id: "run:seq" (bridge.EventID, the
-// last frame of event seq) or "run:seq.k" (bridge.FrameID, its frame k),
-// without importing the hub into test support. pos orders the ids as the
-// frames go: every frame's id is greater than the one before.
-func parseEventID(id string) (run string, pos [2]int64, ok bool) {
-	i := strings.LastIndexByte(id, ':')
-	if i <= 0 {
-		return "", pos, false
-	}
-	s, k, dotted := strings.Cut(id[i+1:], ".")
-	seq, err := strconv.ParseUint(s, 10, 63)
-	if err != nil {
-		return "", pos, false
-	}
-	pos = [2]int64{int64(seq), math.MaxInt64}
-	if dotted {
-		n, err := strconv.ParseUint(k, 10, 31)
-		if err != nil || n == 0 {
-			return "", pos, false
-		}
-		pos[1] = int64(n)
-	}
-	return id[:i], pos, true
-}
-
-// before reports whether frame position a comes before b.
-func before(a, b [2]int64) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }
