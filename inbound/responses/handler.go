@@ -862,19 +862,28 @@ func (h *Handler) inProgress(ctx context.Context, principal string, rec *record)
 	return err == nil && len(segs) > 0 && segs[len(segs)-1].ID == rec.ID
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	principal := bridge.PrincipalFromContext(ctx)
-	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+// stop finds the caller's response id and aborts its run when the
+// response is the one the run is running.
+func (h *Handler) stop(ctx context.Context, principal, id string) (*record, error) {
+	rec, err := h.rec.get(ctx, principal, id)
 	if err != nil {
-		h.WriteError(w, err)
-		return
+		return nil, err
 	}
 	if h.inProgress(ctx, principal, rec) {
 		if _, err := h.cfg.Engine.Abort(ctx, rec.RunID); err != nil {
-			h.WriteError(w, err)
-			return
+			return nil, err
 		}
+	}
+	return rec, nil
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal := bridge.PrincipalFromContext(ctx)
+	rec, err := h.stop(ctx, principal, r.PathValue("id"))
+	if err != nil {
+		h.WriteError(w, err)
+		return
 	}
 	if err := h.cfg.Responses.DeleteResponse(ctx, principal, rec.ID); err != nil {
 		h.WriteError(w, err)
@@ -889,16 +898,10 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	principal := bridge.PrincipalFromContext(ctx)
-	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+	rec, err := h.stop(ctx, principal, r.PathValue("id"))
 	if err != nil {
 		h.WriteError(w, err)
 		return
-	}
-	if h.inProgress(ctx, principal, rec) {
-		if _, err := h.cfg.Engine.Abort(ctx, rec.RunID); err != nil {
-			h.WriteError(w, err)
-			return
-		}
 	}
 	body, err := h.object(ctx, principal, rec)
 	if err != nil {

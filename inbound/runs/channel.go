@@ -124,14 +124,8 @@ type runMark struct {
 // events of its own: what it has not sent yet it reads from the engine
 // (live) or the store.
 func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format := q.Get("format")
-	if format == "" {
-		format = h.cfg.Default.Name()
-	}
-	d, ok := h.cfg.Dialects[format]
-	if !ok {
-		h.cfg.Default.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "unknown channel format %q", format))
+	d := h.format(w, r, "channel")
+	if d == nil {
 		return
 	}
 	sid := r.PathValue("session")

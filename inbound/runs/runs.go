@@ -104,6 +104,32 @@ func (h *Handler) Routes() []string {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// run is the run the path names and its dialect; nil when there is none
+// (answered).
+func (h *Handler) run(w http.ResponseWriter, r *http.Request) (*bridge.Run, inbound.Dialect) {
+	run, err := h.cfg.Engine.Run(r.Context(), r.PathValue("run"))
+	if err != nil {
+		h.cfg.Default.WriteError(w, err)
+		return nil, nil
+	}
+	return run, h.dialect(run.Inbound)
+}
+
+// format is the dialect the query's format names (the default's when
+// none) for a what (history, channel); nil when there is none (answered).
+func (h *Handler) format(w http.ResponseWriter, r *http.Request, what string) inbound.Dialect {
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = h.cfg.Default.Name()
+	}
+	d, ok := h.cfg.Dialects[format]
+	if !ok {
+		h.cfg.Default.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "unknown %s format %q", what, format))
+		return nil
+	}
+	return d
+}
+
 func (h *Handler) dialect(name string) inbound.Dialect {
 	if d, ok := h.cfg.Dialects[name]; ok {
 		return d
@@ -112,12 +138,9 @@ func (h *Handler) dialect(name string) inbound.Dialect {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	run, err := h.cfg.Engine.Run(r.Context(), r.PathValue("run"))
-	if err != nil {
-		h.cfg.Default.WriteError(w, err)
-		return
+	if run, _ := h.run(w, r); run != nil {
+		h.writeRun(w, r, run)
 	}
-	h.writeRun(w, r, run)
 }
 
 // writeRun answers with the run object of the run's dialect, else the run
@@ -137,13 +160,11 @@ func (h *Handler) writeRun(w http.ResponseWriter, r *http.Request, run *bridge.R
 // are dropped: what the client gets is byte for byte what followed that
 // frame (inbound.Resume, inbound.SkipFrames).
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("run")
-	run, err := h.cfg.Engine.Run(r.Context(), id)
-	if err != nil {
-		h.cfg.Default.WriteError(w, err)
+	run, d := h.run(w, r)
+	if run == nil {
 		return
 	}
-	d := h.dialect(run.Inbound)
+	id := r.PathValue("run")
 	if es, ok := d.(EventServer); ok {
 		es.ServeRunEvents(w, r, run)
 		return
@@ -175,13 +196,11 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 // that is not running, or has decided its outcome, answers 409 with the
 // code run_not_accepting_steer: the steer is reported back, never lost.
 func (h *Handler) steer(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("run")
-	run, err := h.cfg.Engine.Run(r.Context(), id)
-	if err != nil {
-		h.cfg.Default.WriteError(w, err)
+	run, d := h.run(w, r)
+	if run == nil {
 		return
 	}
-	d := h.dialect(run.Inbound)
+	id := r.PathValue("run")
 	body, err := inbound.ReadBody(w, r, 0)
 	if err != nil {
 		d.WriteError(w, err)
@@ -230,16 +249,11 @@ func decodeSteer(body []byte) (bridge.Message, error) {
 }
 
 func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format := q.Get("format")
-	if format == "" {
-		format = h.cfg.Default.Name()
-	}
-	d, ok := h.cfg.Dialects[format]
-	if !ok {
-		h.cfg.Default.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "unknown history format %q", format))
+	d := h.format(w, r, "history")
+	if d == nil {
 		return
 	}
+	q := r.URL.Query()
 	limit := 0
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
