@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,35 +11,8 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
-
-// corpusFiles returns the captured files matching pattern under the
-// repo's testdata/corpus; none is a failure.
-func corpusFiles(tb testing.TB, pattern string) map[string][]byte {
-	tb.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", pattern))
-	if len(files) == 0 {
-		tb.Fatalf("no captures match testdata/corpus/%s", pattern)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[filepath.Base(filepath.Dir(filepath.Dir(f)))+"/"+filepath.Base(f)] = b
-	}
-	return out
-}
-
-// httpBody is the body of a captured .http file.
-func httpBody(b []byte) []byte {
-	if _, body, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok {
-		return body
-	}
-	_, body, _ := bytes.Cut(b, []byte("\n\n"))
-	return body
-}
 
 func isOurError(err error) bool {
 	var be *bridge.Error
@@ -54,8 +25,8 @@ func isOurError(err error) bool {
 // in range; a message that decodes renders, in either version, to JSON
 // that decodes to the same message.
 func FuzzDecode(f *testing.F) {
-	for _, b := range corpusFiles(f, "a2a-*/client/*.http") {
-		f.Add(httpBody(b))
+	for _, b := range golden.Corpus(f, "a2a-*/client/*.http") {
+		f.Add(golden.HTTPBody(b))
 	}
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi","metadata":{"a":[1,2.5e10]}},{"kind":"file","file":{"bytes":"AAE=","mimeType":"image/png","name":"a.png"}},{"kind":"data","data":{"k":{"n":null}}}],"contextId":"c","taskId":"t","referenceTaskIds":["r"]},"configuration":{"blocking":false,"historyLength":3,"acceptedOutputModes":["text/plain"]}}}`,
@@ -134,10 +105,10 @@ func renderable(m *a2asdk.Message) any {
 // FuzzStreamDecoder feeds an upstream's frames to the stream decoder: no
 // input panics, every error is a *bridge.Error, nothing follows a final.
 func FuzzStreamDecoder(f *testing.F) {
-	for _, b := range corpusFiles(f, "a2a-*/server/*.sse") {
+	for _, b := range golden.Corpus(f, "a2a-*/server/*.sse") {
 		f.Add(b)
 	}
-	for _, b := range corpusFiles(f, "a2a-*/server/*.json") {
+	for _, b := range golden.Corpus(f, "a2a-*/server/*.json") {
 		f.Add(append(append([]byte("data: "), bytes.TrimSpace(b)...), "\n\n"...))
 	}
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\",\"status\":{\"state\":\"TASK_STATE_FAILED\",\"message\":{\"parts\":[{\"text\":\"x\"}]}}}}}\n\n"))

@@ -97,14 +97,14 @@ func TestGoldenDecode(t *testing.T) {
 		p := Profile(a.Directive("profile"))
 		in, ok := a.File("upstream.sse")
 		if c := a.Directive("corpus"); c != "" {
-			files := corpusFiles(t, c)
+			files := golden.Corpus(t, c)
 			if len(files) != 1 {
 				t.Fatalf("corpus: %s names %d files, want one", c, len(files))
 			}
 			for _, b := range files {
 				in, ok = b, true
 				if strings.HasSuffix(c, ".http") {
-					in = httpBody(b)
+					in = golden.HTTPBody(b)
 				}
 				if !bytes.HasPrefix(in, []byte("data:")) { // a JSON-RPC response: as one frame
 					in = append(append([]byte("data: "), bytes.TrimSpace(in)...), "\n\n"...)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,32 +16,19 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
-func isBridgeError(err error) bool {
-	var be *bridge.Error
-	return errors.As(err, &be)
-}
-
 // FuzzDecodeRequest: no input panics; every error is a *bridge.Error; what
 // decodes encodes, what EncodeRequest makes decodes again, and (when
 // nothing was dropped) to the same request.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, b := range corpusFiles(f) {
+	for _, b := range golden.InOrder(corpusFiles(f)) {
 		f.Add(b)
 	}
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	for _, path := range files {
-		if b, ok := golden.Read(f, path).File("request.json"); ok {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "request_*.txtar", "request.json", false)
 	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"image","source":{"type":"url","url":"u"}}]},{"type":"text","text":"x"}]}]}`))
 	f.Add([]byte(`{"model":"m","max_tokens":1,"system":"","messages":[{"role":"assistant","content":""}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
-		if err != nil {
-			if !isBridgeError(err) {
-				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-			}
+		if golden.Refused(t, err) {
 			return
 		}
 		out, dropped, err := EncodeRequest(req, EncodeOptions{})
@@ -112,30 +98,11 @@ func lossy(r *bridge.Request) bool {
 // yielded after an error; the events encode into a stream that passes the
 // Messages stream validator, and the Accumulator answers.
 func FuzzDecodeStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	for _, path := range files {
-		a := golden.Read(f, path)
-		if b, ok := a.File("upstream.sse"); ok {
-			f.Add(b)
-			f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
-		}
-	}
+	golden.Seeds(f, "stream_*.txtar", "upstream.sse", true)
 	f.Fuzz(func(t *testing.T, sse []byte) {
-		var events []bridge.Event
-		failed := false
-		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
-			if failed {
-				t.Fatal("yield after an error")
-			}
-			if err != nil {
-				if !isBridgeError(err) {
-					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-				}
-				failed = true
-				events = append(events, bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Error: bridge.AsError(err)}})
-				continue
-			}
-			events = append(events, ev)
+		events, failed := golden.Drain(t, DecodeStream(bytes.NewReader(sse)))
+		if failed != nil {
+			events = append(events, bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Error: failed}})
 		}
 		var out bytes.Buffer
 		enc := NewStreamEncoder(&out, StreamOptions{ID: "msg_f", Model: "m"})
@@ -158,9 +125,8 @@ func FuzzDecodeStream(f *testing.F) {
 		if _, problems := anthropictest.CheckStream(frames, anthropictest.Check{RunID: "run_f", IDs: true}); len(problems) > 0 {
 			t.Fatalf("invalid stream %v:\n%s\nfrom:\n%s", problems, out.Bytes(), sse)
 		}
-		if _, err := acc.Response(); err != nil && !isBridgeError(err) {
-			t.Fatalf("Response error %T", err)
-		}
+		_, err = acc.Response()
+		golden.Refused(t, err)
 		_, _ = io.Copy(io.Discard, &out)
 	})
 }

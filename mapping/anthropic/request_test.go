@@ -1,44 +1,21 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
-// corpusDir holds real requests of the official SDK (the repo's
-// testdata/corpus, with their provenance).
-const corpusDir = "../../testdata/corpus/anthropic/client"
-
-// corpusFiles returns the JSON body of every captured request, by file
-// name; the HTTP head ends at the first blank line (CRLF).
+// corpusFiles returns the body of every request of the official SDK
+// captured in the repo's testdata/corpus, by file.
 func corpusFiles(tb testing.TB) map[string][]byte {
-	tb.Helper()
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
-	if len(files) == 0 {
-		tb.Fatalf("no captures in %s", corpusDir)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		i := bytes.Index(b, []byte("\r\n\r\n"))
-		if i < 0 {
-			tb.Fatalf("%s: no blank line after the head", f)
-		}
-		out[filepath.Base(f)] = b[i+4:]
-	}
-	return out
+	return golden.CorpusBodies(tb, "anthropic/client/*.http")
 }
 
 // TestCorpusRoundTrip: every captured SDK request decodes without loss;

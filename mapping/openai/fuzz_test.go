@@ -2,9 +2,7 @@ package openai
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,35 +10,20 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
-	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
-
-func isBridgeError(err error) bool {
-	var be *bridge.Error
-	return errors.As(err, &be)
-}
 
 // FuzzDecodeRequest: no input panics; every error is a *bridge.Error; what
 // decodes encodes, and what EncodeRequest makes decodes again.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, b := range corpusInOrder(f) {
+	for _, b := range golden.InOrder(corpusBodies(f)) {
 		f.Add(b)
 	}
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	for _, path := range files {
-		a := golden.Read(f, path)
-		if b, ok := a.File("request.json"); ok {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "request_*.txtar", "request.json", false)
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"n":1}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
-		if err != nil {
-			if !isBridgeError(err) {
-				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-			}
+		if golden.Refused(t, err) {
 			return
 		}
 		out, _, err := EncodeRequest(req)
@@ -76,46 +59,12 @@ func lossy(r *bridge.Request) bool {
 	return false
 }
 
-// corpusInOrder is corpusBodies in file order (seeds and cases in a
-// stable order).
-func corpusInOrder(tb testing.TB) [][]byte {
-	var out [][]byte
-	bodies := corpusBodies(tb)
-	for _, k := range wire.SortedKeys(bodies) {
-		out = append(out, bodies[k])
-	}
-	return out
-}
-
 // FuzzDecodeStream: no input panics; errors are *bridge.Error; nothing is
 // yielded after an error; the events encode for a client without error.
 func FuzzDecodeStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	for _, path := range files {
-		a := golden.Read(f, path)
-		if b, ok := a.File("upstream.sse"); ok {
-			f.Add(b)
-			if a.Flag("crlf") {
-				f.Add(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")))
-			}
-		}
-	}
+	golden.Seeds(f, "stream_*.txtar", "upstream.sse", true)
 	f.Fuzz(func(t *testing.T, sse []byte) {
-		var events []bridge.Event
-		failed := false
-		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
-			if failed {
-				t.Fatal("yield after an error")
-			}
-			if err != nil {
-				if !isBridgeError(err) {
-					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-				}
-				failed = true
-				continue
-			}
-			events = append(events, ev)
-		}
+		events, _ := golden.Drain(t, DecodeStream(bytes.NewReader(sse)))
 		enc := NewStreamEncoder(io.Discard, StreamOptions{IncludeUsage: true})
 		acc := NewAccumulator(StreamOptions{})
 		for i := range events {
@@ -127,9 +76,8 @@ func FuzzDecodeStream(f *testing.F) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := acc.Response(); err != nil && !isBridgeError(err) {
-			t.Fatalf("Response error %T", err)
-		}
+		_, err := acc.Response()
+		golden.Refused(t, err)
 	})
 }
 

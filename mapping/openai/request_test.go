@@ -4,42 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// corpusDir holds real requests of the official SDK (the repo's
-// testdata/corpus, with their provenance).
-const corpusDir = "../../testdata/corpus/openai-chat/client"
-
-// corpusBodies returns the JSON body of every captured request, by file
-// name; the HTTP head ends at the first blank line.
-func corpusBodies(t testing.TB) map[string][]byte {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.http"))
-	if len(files) == 0 {
-		t.Fatalf("no captures in %s", corpusDir)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(b, []byte("\r\n\r\n"))
-		if i < 0 {
-			t.Fatalf("%s: no blank line after the head", f)
-		}
-		out[filepath.Base(f)] = b[i+4:]
-	}
-	return out
+// corpusBodies returns the body of every request of the official SDK
+// captured in the repo's testdata/corpus, by file.
+func corpusBodies(tb testing.TB) map[string][]byte {
+	return golden.CorpusBodies(tb, "openai-chat/client/*.http")
 }
 
 // TestCorpusRoundTrip: every captured SDK request decodes; decoding what

@@ -96,7 +96,7 @@ func TestSDKReadsEncodedStreams(t *testing.T) {
 // EncodeRequest writes.
 func TestSDKReadsEncodedRequests(t *testing.T) {
 	var reqs []*bridge.Request
-	for _, body := range corpusInOrder(t) {
+	for _, body := range golden.InOrder(corpusBodies(t)) {
 		r, err := DecodeRequest(body)
 		if err != nil {
 			t.Fatal(err)

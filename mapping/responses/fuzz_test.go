@@ -3,9 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/valyala/fastjson"
@@ -14,56 +11,19 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
-func isBridgeError(err error) bool {
-	var be *bridge.Error
-	return errors.As(err, &be)
-}
-
-// corpusBodies returns the bodies of the official SDK's captured requests
-// (the repo's testdata/corpus, with their provenance).
-func corpusBodies(tb testing.TB) [][]byte {
-	tb.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "openai-responses", "client", "*.http"))
-	if len(files) == 0 {
-		tb.Fatal("no captures in testdata/corpus/openai-responses/client")
-	}
-	var out [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, body, ok := bytes.Cut(b, []byte("\n\n")); ok {
-			out = append(out, body)
-		} else if _, body, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok {
-			out = append(out, body)
-		}
-	}
-	return out
-}
-
 // FuzzDecodeRequest: no input panics; every error is a *bridge.Error; the
 // echo is a JSON object; what decodes encodes to valid JSON, which decodes
 // again.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, b := range corpusBodies(f) {
+	for _, b := range golden.InOrder(golden.CorpusBodies(f, "openai-responses/client/*.http")) {
 		f.Add(b)
 	}
-	files, _ := filepath.Glob("testdata/request_*.txtar")
-	for _, path := range files {
-		a := golden.Read(f, path)
-		if b, ok := a.File("request.json"); ok {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "request_*.txtar", "request.json", false)
 	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","summary":[{"text":"a"},{"text":"b"}]},{"type":"function_call","call_id":"c","name":"f","arguments":{"a":1}}]}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"web_search_call","id":"ws"},{"role":"user","content":[{"type":"input_audio"}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeRequest(body)
-		if err != nil {
-			if !isBridgeError(err) {
-				t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-			}
+		if golden.Refused(t, err) {
 			return
 		}
 		if !json.Valid(r.Echo) || r.Echo[0] != '{' {
@@ -94,31 +54,11 @@ func FuzzDecodeRequest(f *testing.F) {
 // and end the stream; the events encode, and the encoder's frames are
 // each a JSON object with a sequence_number.
 func FuzzDecodeStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	for _, path := range files {
-		a := golden.Read(f, path)
-		if b, ok := a.File("upstream.sse"); ok {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "stream_*.txtar", "upstream.sse", false)
 	f.Add([]byte("data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\"}}\n\n"))
 	f.Fuzz(func(t *testing.T, sse []byte) {
-		var events []bridge.Event
-		failed := false
-		for ev, err := range DecodeStream(bytes.NewReader(sse)) {
-			if failed {
-				t.Fatalf("an event after the error: %+v", ev)
-			}
-			if err != nil {
-				if !isBridgeError(err) {
-					t.Fatalf("error %T %v is not a *bridge.Error", err, err)
-				}
-				failed = true
-				continue
-			}
-			events = append(events, ev)
-		}
-		if failed {
+		events, failed := golden.Drain(t, DecodeStream(bytes.NewReader(sse)))
+		if failed != nil {
 			events = append(events, bridge.Event{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusFailed, Reason: "x"}})
 		}
 		var b bytes.Buffer

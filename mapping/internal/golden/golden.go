@@ -1,14 +1,15 @@
-// Package golden reads and rewrites the txtar golden files of the codec
-// tests: each archive holds named sections (an upstream stream, the events
-// it decodes to, the frames they encode to); a test compares what it
-// produced with a section, and `go test -update` rewrites the sections.
-// It is for tests only.
+// Package golden is the codec tests' shared support. It reads and rewrites
+// their txtar golden files: each archive holds named sections (an upstream
+// stream, the events it decodes to, the frames they encode to); a test
+// compares what it produced with a section, and `go test -update` rewrites
+// the sections. It reads the captured wire corpus, and holds what every
+// fuzz target asks of a decoder (its errors are *bridge.Errors, nothing
+// follows an error). It is for tests only.
 package golden
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"os"
@@ -261,22 +262,11 @@ func ParseEvents(t testing.TB, jl []byte) []bridge.Event {
 // error that is not a *bridge.Error, or an event after an error, fails t.
 func Collect(t testing.TB, s bridge.Stream) (events []bridge.Event, err error) {
 	t.Helper()
-	for ev, e := range s {
-		if err != nil {
-			t.Fatalf("event after error %v: %+v", err, ev)
-		}
-		if e != nil {
-			var be *bridge.Error
-			if !errors.As(e, &be) {
-				t.Fatalf("stream error %T %v is not a *bridge.Error", e, e)
-			}
-			err = e
-			events = append(events, bridge.Event{Kind: bridge.KindError, Source: bridge.SourceBridge, Error: be})
-			continue
-		}
-		events = append(events, ev)
+	events, failed := Drain(t, s)
+	if failed == nil {
+		return events, nil
 	}
-	return events, err
+	return append(events, bridge.Event{Kind: bridge.KindError, Source: bridge.SourceBridge, Error: failed}), failed
 }
 
 // SameAsJSON is the oracle of a fast decoding path: when fast takes data
