@@ -14,6 +14,16 @@ import (
 	"github.com/bridge-dev/bridge/storage/memory"
 )
 
+// open starts c's call for a user message in session "s".
+func open(t *testing.T, c *Client, msg string) *bridge.Call {
+	t.Helper()
+	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user(msg)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return call
+}
+
 func user(s string) bridge.Message {
 	return bridge.Message{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart(s)}}
 }
@@ -115,10 +125,7 @@ func TestClientFailAndAuth(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
-	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("think and fail")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := open(t, c, "think and fail")
 	evs, err := bridgetest.Collect(call.Events)
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +147,7 @@ func TestClientStop(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
-	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("slow please")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := open(t, c, "slow please")
 	var evs []bridge.Event
 	n := 0
 	for ev, err := range call.Events {
@@ -225,10 +229,7 @@ func TestClientResume(t *testing.T) {
 		t.Cleanup(srv.Close)
 		srv.Resumable, srv.CutAfter = resumable, n
 		c := New(Config{URL: srv.URL, IDs: memory.New(nil)})
-		call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user(msg)}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		call := open(t, c, msg)
 		evs, err := bridgetest.Collect(call.Events)
 		if err != nil {
 			t.Fatal(err)
@@ -281,10 +282,7 @@ func TestClientResumeAfterRestart(t *testing.T) {
 	srv.Resumable = true
 	ids := memory.New(nil)
 	c := New(Config{Name: "h", URL: srv.URL, IDs: ids})
-	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("tool and one two three")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := open(t, c, "tool and one two three")
 	var committed []bridge.Event
 	upRun := ""
 	for ev, err := range call.Events {
@@ -302,7 +300,7 @@ func TestClientResumeAfterRestart(t *testing.T) {
 	if _, err := c.Resume(t.Context(), &bridge.Request{}, &bridge.Run{ID: "r1", UpstreamRunID: upRun}, committed); bridge.ErrorCode(err) != bridge.CodeUnsupported {
 		t.Errorf("resume without a session: %v", err)
 	}
-	call, err = c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: upRun}, committed)
+	call, err := c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: upRun}, committed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,10 +337,7 @@ func TestClientSettleAfterRestart(t *testing.T) {
 	srv := hermestest.New()
 	defer srv.Close()
 	c := New(Config{Name: "h", URL: srv.URL, IDs: memory.New(nil)})
-	call, err := c.Open(t.Context(), &bridge.Request{SessionID: "s", Messages: []bridge.Message{user("one two three")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := open(t, c, "one two three")
 	var committed []bridge.Event
 	for ev, err := range call.Events {
 		if err != nil {
@@ -353,7 +348,7 @@ func TestClientSettleAfterRestart(t *testing.T) {
 			break // the bridge dies here
 		}
 	}
-	call, err = c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: committed[0].ResponseID}, committed)
+	call, err := c.Resume(t.Context(), &bridge.Request{SessionID: "s"}, &bridge.Run{ID: "r1", UpstreamRunID: committed[0].ResponseID}, committed)
 	if err != nil {
 		t.Fatal(err)
 	}
