@@ -201,7 +201,6 @@ func TestRecordsUpstreamResponseID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
 	srv := responsestest.New(func(int, []byte) responsestest.Reply {
 		e := &responsestest.Events{ID: "resp_upstream_7", Model: "m"}
 		e.Created().Text("x").Completed(1, 1)
@@ -209,15 +208,7 @@ func TestRecordsUpstreamResponseID(t *testing.T) {
 	})
 	t.Cleanup(srv.Close)
 	up := &runUpstream{c: outresponses.New(outresponses.Config{Name: "up", BaseURL: srv.BaseURL(), IDs: st})}
-	e, err := bridge.New(bridge.Config{Store: st, Route: func(string) (bridge.Upstream, error) { return up, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e := bridgetest.NewEngine(t, st, up)
 	req := userRequest("", "hi")
 	req.Full = true
 	run, err := e.Start(t.Context(), req)
