@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +65,7 @@ type Store struct {
 	opTimeout time.Duration
 	reach     reach
 	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // IsURL reports whether db names a PostgreSQL database (a postgres:// or
@@ -112,7 +114,7 @@ func redact(err error) string {
 
 // Close stops the listener, if any, and closes the pool.
 func (s *Store) Close() error {
-	close(s.closed)
+	s.closeOnce.Do(func() { close(s.closed) })
 	s.closeWatch()
 	s.pool.Close()
 	return nil

@@ -81,3 +81,14 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("after a cancelled call: %v", err)
 	}
 }
+
+// TestCloseTwice: a store closed twice (a deferred Close after an
+// explicit one) does not panic.
+func TestCloseTwice(t *testing.T) {
+	s, err := postgres.Open(t.Context(), pgtest.Schema(t), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s.Close()
+}
