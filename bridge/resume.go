@@ -23,8 +23,9 @@ type Resumer interface {
 }
 
 // ResumeWrapper is implemented by a wrapper whose middleware must see a
-// resumed call as it sees Open's (the credentials scrub: a resume's
-// errors quote keys as an Open's do).
+// resumed call as it sees Open's (the client span, the retries, the
+// breaker, the credentials scrub: a resume's errors quote keys as an
+// Open's do).
 type ResumeWrapper interface {
 	WrapResumer(Resumer) Resumer
 }

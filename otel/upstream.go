@@ -144,9 +144,11 @@ func (t *Telemetry) Upstream(u bridge.Upstream, g GenAI) endpoint.Middleware {
 			}
 			t.m.active.Add(ctx, 1, pair.pair)
 			s := &upstreamStream{t: t, span: span, start: start, pair: pair, sets: sets}
-			wrapped := *call
-			wrapped.Events = s.wrap(ctx, call.Events)
-			return &wrapped, nil
+			// In place, not a copy: a call may add to its Dropped while it
+			// streams (a resumed A2A task that lost text), and the engine
+			// reads it from the call it was given.
+			call.Events = s.wrap(ctx, call.Events)
+			return call, nil
 		}
 	}
 }

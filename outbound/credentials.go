@@ -91,23 +91,6 @@ func (c *Credentials) Middleware(name string) endpoint.Middleware {
 	}
 }
 
-// Resumer wraps an upstream's Resumer in the same scrub as Middleware's:
-// a run resumed after a restart takes no endpoint, and its errors and
-// failed final quote keys as an Open's do. For outbound.WrapResume.
-func (c *Credentials) Resumer(name string) func(bridge.Resumer) bridge.Resumer {
-	return func(r bridge.Resumer) bridge.Resumer {
-		return bridge.ResumeFunc(func(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
-			call, err := r.Resume(ctx, req, run, events)
-			if err != nil {
-				c.scrubErr(name, err)
-				return call, err
-			}
-			c.scrubCall(name, call)
-			return call, nil
-		})
-	}
-}
-
 // scrubCall makes call's stream scrub each error and event it yields.
 func (c *Credentials) scrubCall(name string, call *bridge.Call) {
 	if call == nil || call.Events == nil {

@@ -34,20 +34,19 @@ func Wrap(u bridge.Upstream, mw ...endpoint.Middleware) bridge.Upstream {
 // WrapAdmit is Wrap whose upstream is a bridge.Admitter that asks admit
 // (nil admits every call): WrapAdmit(u, breaker.Admit, ..., breaker.Middleware()),
 // so the engine learns that the breaker is open before it records a run.
+//
+// The wrapper is a bridge.ResumeWrapper too: a call resumed after a
+// restart (u's bridge.Resumer, found by bridge.ResumerOf) goes through the
+// same middlewares as an Open, its request the run's Request: the client
+// span, the retries, the breaker and the credentials scrub.
 func WrapAdmit(u bridge.Upstream, admit func() error, mw ...endpoint.Middleware) bridge.Upstream {
-	return WrapResume(u, admit, nil, mw...)
-}
-
-// WrapResume is WrapAdmit whose wrapper also wraps u's bridge.Resumer
-// (found by bridge.ResumerOf) in resume: a call resumed after a restart
-// takes no endpoint, yet must pass through what every call passes
-// through, the credentials scrub (Credentials.Resumer).
-func WrapResume(u bridge.Upstream, admit func() error, resume func(bridge.Resumer) bridge.Resumer, mw ...endpoint.Middleware) bridge.Upstream {
-	ep := Endpoint(u)
-	if len(mw) > 0 {
-		ep = endpoint.Chain(mw[0], mw[1:]...)(ep)
+	chain := func(ep endpoint.Endpoint) endpoint.Endpoint {
+		if len(mw) == 0 {
+			return ep
+		}
+		return endpoint.Chain(mw[0], mw[1:]...)(ep)
 	}
-	w := &wrapped{Upstream: u, ep: ep, admit: admit, resume: resume}
+	w := &wrapped{Upstream: u, ep: chain(Endpoint(u)), resumeEP: chain(resumeEndpoint), admit: admit}
 	if m, ok := u.(bridge.ToolCallMinter); ok {
 		return &wrappedMinter{wrapped: w, m: m}
 	}
@@ -56,17 +55,46 @@ func WrapResume(u bridge.Upstream, admit func() error, resume func(bridge.Resume
 
 type wrapped struct {
 	bridge.Upstream
-	ep     endpoint.Endpoint
-	admit  func() error
-	resume func(bridge.Resumer) bridge.Resumer
+	ep       endpoint.Endpoint
+	resumeEP endpoint.Endpoint // the middlewares around resumeEndpoint
+	admit    func() error
 }
 
-// WrapResumer implements bridge.ResumeWrapper.
-func (w *wrapped) WrapResumer(r bridge.Resumer) bridge.Resumer {
-	if w.resume == nil {
-		return r
+// resumeArgs are what a resumed call takes beside its Request, carried
+// to resumeEndpoint in the context (the middlewares see the Request, as
+// for an Open).
+type resumeArgs struct {
+	r      bridge.Resumer
+	run    *bridge.Run
+	events []bridge.Event
+}
+
+type resumeKey struct{}
+
+// resumeEndpoint resumes the call the context's resumeArgs name.
+func resumeEndpoint(ctx context.Context, req any) (any, error) {
+	a, _ := ctx.Value(resumeKey{}).(*resumeArgs)
+	r, ok := req.(*bridge.Request)
+	if a == nil || !ok {
+		return nil, fmt.Errorf("outbound: a resume endpoint called with %T and no resume", req)
 	}
-	return w.resume(r)
+	return a.r.Resume(ctx, r, a.run, a.events)
+}
+
+// WrapResumer implements bridge.ResumeWrapper: r's Resume goes through the
+// middlewares, as Open does.
+func (w *wrapped) WrapResumer(r bridge.Resumer) bridge.Resumer {
+	return bridge.ResumeFunc(func(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
+		resp, err := w.resumeEP(context.WithValue(ctx, resumeKey{}, &resumeArgs{r: r, run: run, events: events}), req)
+		if err != nil {
+			return nil, err
+		}
+		call, ok := resp.(*bridge.Call)
+		if !ok {
+			return nil, fmt.Errorf("outbound: response is %T, not *bridge.Call", resp)
+		}
+		return call, nil
+	})
 }
 
 // Admit implements bridge.Admitter.

@@ -134,10 +134,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		// Outermost first: one client span around the retries; retries go
 		// around the breaker, so an open breaker stops them at once; the
 		// credentials scrub is innermost, so nothing above it (spans,
-		// logs, the engine and its store) sees an upstream's quote of a key;
-		// a run resumed after a restart goes through the scrub too.
+		// logs, the engine and its store) sees an upstream's quote of a key.
+		// A run resumed after a restart goes through the same chain.
 		breaker := outbound.NewBreaker(u.Name, u.Breaker, log, tel.OnBreakerChange)
-		wrapped := outbound.WrapResume(up, breaker.Admit, creds.Resumer(u.Name), tel.Upstream(up, d.GenAI), outbound.Retry(u.Retry, d.Idempotent), breaker.Middleware(),
+		wrapped := outbound.WrapAdmit(up, breaker.Admit, tel.Upstream(up, d.GenAI), outbound.Retry(u.Retry, d.Idempotent), breaker.Middleware(),
 			creds.Middleware(u.Name))
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 		if c, ok := up.(tokenCounter); ok {
