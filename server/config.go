@@ -168,6 +168,11 @@ type Upstream struct {
 	// is stored there and the next one sends previous_response_id and only
 	// the new messages (default: the whole transcript, store false).
 	Stateful bool `yaml:"stateful"`
+	// WebSocket calls a Responses upstream in WebSocket mode (one
+	// connection per call in flight, kept open for the next call; see
+	// outbound/responses); an upstream that refuses the upgrade is called
+	// over HTTP. Default: HTTP.
+	WebSocket bool `yaml:"websocket"`
 
 	// Fallbacks name other configured upstreams (of any dialect) tried in
 	// order when this one fails before answering by its fault (breaker
@@ -259,6 +264,9 @@ func (c *Config) Validate() error {
 		}
 		if u.Stateful && !d.Stateful {
 			return fmt.Errorf("upstream %s: stateful is not for %s upstreams", u.Name, u.Dialect)
+		}
+		if u.WebSocket && !d.WebSocket {
+			return fmt.Errorf("upstream %s: websocket is not for %s upstreams", u.Name, u.Dialect)
 		}
 		if u.Profile != "" && !slices.Contains(d.Profiles, u.Profile) {
 			if len(d.Profiles) == 0 {

@@ -52,9 +52,11 @@ type Dialect struct {
 	// gen_ai.operation.name of its client spans.
 	GenAI otel.GenAI
 	// Profiles are the values upstreams[].profile takes (first: the
-	// default); Stateful whether upstreams[].stateful applies.
-	Profiles []string
-	Stateful bool
+	// default); Stateful whether upstreams[].stateful applies, WebSocket
+	// whether upstreams[].websocket does.
+	Profiles  []string
+	Stateful  bool
+	WebSocket bool
 	// Origins: upstreams[].allow_origins applies (an A2A agent card names
 	// the URL the bridge then posts to, with the upstream's key).
 	Origins bool
@@ -93,6 +95,8 @@ type OutboundDeps struct {
 	IDs bridge.Store
 	// EchoDelay paces the echo upstream.
 	EchoDelay time.Duration
+	// Log is the server's logger.
+	Log *slog.Logger
 }
 
 // ServedDialect is an inbound dialect's handler.
@@ -157,7 +161,7 @@ var Dialects = []Dialect{
 		},
 	},
 	{
-		Name: "responses", URL: "the base URL the SDK takes, such as https://api.openai.com/v1", Idempotent: true, Stateful: true,
+		Name: "responses", URL: "the base URL the SDK takes, such as https://api.openai.com/v1", Idempotent: true, Stateful: true, WebSocket: true,
 		GenAI: otel.GenAI{Provider: "openai", Operation: "chat"},
 		Inbound: func(d InboundDeps) ServedDialect {
 			rs, _ := d.Store.(bridge.ResponseStore) // every store of storage/ keeps them
@@ -165,7 +169,7 @@ var Dialects = []Dialect{
 		},
 		Outbound: func(u Upstream, d OutboundDeps) bridge.Upstream {
 			return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: d.Key, Model: u.Model, Stateful: u.Stateful,
-				IDs: d.IDs, Timeouts: u.Timeouts, HTTPClient: d.HTTP})
+				IDs: d.IDs, Timeouts: u.Timeouts, HTTPClient: d.HTTP, WebSocket: u.WebSocket, Logger: d.Log})
 		},
 	},
 	{

@@ -44,8 +44,8 @@ type Server struct {
 	routes []string
 
 	// closers are the inbound dialects with work in the background (the
-	// Responses dialect stores finished responses): closed after the
-	// engine, before the store.
+	// Responses dialect stores finished responses) and the upstreams that
+	// keep connections open: closed after the engine, before the store.
 	closers []io.Closer
 
 	janitorStop  chan struct{}
@@ -130,7 +130,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 			store.Close()
 			return nil, fmt.Errorf("upstream %s: the bridge cannot call dialect %q", u.Name, u.Dialect)
 		}
-		up := d.Outbound(u, OutboundDeps{Key: upstreamKey(u), HTTP: outbound.NewHTTPClient(u.Timeouts, transport), IDs: store, EchoDelay: cfg.EchoDelay})
+		up := d.Outbound(u, OutboundDeps{Key: upstreamKey(u), HTTP: outbound.NewHTTPClient(u.Timeouts, transport), IDs: store, EchoDelay: cfg.EchoDelay, Log: log})
+		if c, ok := up.(io.Closer); ok { // an upstream that keeps connections open (WebSocket mode)
+			m.closers = append(m.closers, c)
+		}
 		// Outermost first: one client span around the retries; retries go
 		// around the breaker, so an open breaker stops them at once; the
 		// credentials scrub is innermost, so nothing above it (spans,

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
+	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
 )
 
 // wsMsg is one server message, with the fields the tests read.
@@ -593,5 +595,37 @@ func TestResponsesCompact(t *testing.T) {
 	forged := `{"type":"compaction","encrypted_content":"bridge-compaction:v1:run_nope"}`
 	if code, b := post("/v1/responses", `{"model":"gpt-4o-mini","input":[`+forged+`,{"role":"user","content":"hi"}]}`); code != 400 {
 		t.Errorf("a forged compaction reference: %d %s, want 400", code, b)
+	}
+}
+
+// TestResponsesUpstreamWebSocket: a responses upstream with websocket:
+// true is called in WebSocket mode, two calls of a session on one
+// connection, the recorder keeping the handshake (the upgraded
+// connection must stay writable through it); the answers reach a Chat
+// client as over HTTP.
+func TestResponsesUpstreamWebSocket(t *testing.T) {
+	up := responsestest.New(func(n int, body []byte) responsestest.Reply {
+		e := &responsestest.Events{ID: fmt.Sprintf("resp_up%d", n), Model: "gpt-test"}
+		return responsestest.Reply{Events: e.Created().Text("over ", "the socket").Completed(3, 2).List()}
+	})
+	t.Cleanup(up.Close)
+	cfg := defaultConfig()
+	cfg.Upstreams = []Upstream{{Dialect: "responses", URL: up.BaseURL(), WebSocket: true}}
+	cfg.RecordUpstream = true
+	m := startMain(t, cfg)
+	base := "http://" + m.Addr()
+	for i, msg := range []string{"first", "second"} {
+		code, b := do(t, "POST", base+"/v1/chat/completions", "",
+			`{"model":"gpt-test","messages":[{"role":"user","content":"`+msg+`"}]}`, "X-Session-Id", "ws-upstream")
+		if code != 200 || !strings.Contains(b, "over the socket") {
+			t.Fatalf("call %d: %d %s", i, code, b)
+		}
+	}
+	if n := up.Upgrades(); n != 1 {
+		t.Errorf("two calls opened %d WebSocket connections upstream, want 1", n)
+	}
+	reqs := up.Requests()
+	if len(reqs) != 2 || !strings.HasPrefix(string(reqs[1].Body), `{"type":"response.create"`) || !strings.Contains(string(reqs[1].Body), "second") {
+		t.Errorf("upstream messages: %+v", reqs)
 	}
 }

@@ -158,11 +158,20 @@ func (rec *Recorder) roundTrip(next http.RoundTripper, req *http.Request) (*http
 		return nil, err
 	}
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	c.Status = resp.StatusCode
 	c.ResponseHeaders = rec.headers(resp.Header)
 	c.HeadersMS = rec.since(c.Started)
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// A WebSocket upgrade: the body is the connection, which must stay
+		// writable; the call is its handshake (the messages are not
+		// recorded).
+		c.EndMS = c.HeadersMS
+		rec.mu.Unlock()
+		rec.store(c)
+		return resp, nil
+	}
 	resp.Body = &tee{rec: rec, call: c, rc: resp.Body}
+	rec.mu.Unlock()
 	return resp, nil
 }
 

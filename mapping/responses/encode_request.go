@@ -20,6 +20,10 @@ type EncodeOptions struct {
 	// over from the previous response).
 	PreviousResponseID string
 	From               int
+	// WebSocket renders the body as WebSocket mode's response.create
+	// message: "type": "response.create" first, and no "stream" (every
+	// response over the socket streams).
+	WebSocket bool
 }
 
 // minOutputTokens is the least max_output_tokens the API accepts.
@@ -76,6 +80,9 @@ func (e *reqEncoder) drop(s string) {
 func (e *reqEncoder) encode() ([]byte, error) {
 	req := e.req
 	w := wire.NewObj()
+	if e.opt.WebSocket {
+		w.Str("type", "response.create")
+	}
 	w.Str("model", req.Model)
 
 	msgs := req.Messages
@@ -131,7 +138,9 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	if req.ParallelToolCalls != nil {
 		w.Bool("parallel_tool_calls", *req.ParallelToolCalls)
 	}
-	w.Bool("stream", true)
+	if !e.opt.WebSocket {
+		w.Bool("stream", true)
+	}
 	w.Bool("store", e.opt.Store)
 	if req.MaxTokens != nil {
 		n := *req.MaxTokens

@@ -112,6 +112,28 @@ func DecodeStream(r io.Reader) bridge.Stream {
 	}
 }
 
+// DecodeMessages is DecodeStream for WebSocket mode, where each message is
+// one event, the data of its SSE frame: next returns the messages in turn
+// (io.EOF: the connection ended). It reads no message past the terminal
+// event, so the connection can carry the next response.
+func DecodeMessages(next func() ([]byte, error)) bridge.Stream {
+	return func(yield func(bridge.Event, error) bool) {
+		d := streamDecoder{Emitter: wire.NewEmitter(yield)}
+		for !d.Stopped() && !d.finished {
+			b, err := next()
+			if err == io.EOF {
+				d.End()
+				return
+			}
+			if err != nil {
+				d.Fail(err)
+				return
+			}
+			d.event("", b)
+		}
+	}
+}
+
 type callState struct {
 	item   string // the upstream's item id
 	index  int    // the hub tool-call index

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/bridge-dev/bridge/bridge"
 	wire "github.com/bridge-dev/bridge/mapping/responses"
@@ -37,15 +39,31 @@ type Config struct {
 	// Timeouts bound connecting, the first byte and the idle gap between
 	// events (zero: outbound's defaults).
 	Timeouts outbound.Timeouts
-	// HTTPClient defaults to outbound.NewHTTPClient(Timeouts, nil).
+	// HTTPClient defaults to outbound.NewHTTPClient(Timeouts, nil). A
+	// WebSocket's handshake goes through it too (its transport, its
+	// redirect rule).
 	HTTPClient *http.Client
+	// WebSocket calls the upstream in WebSocket mode: GET {base}/responses
+	// upgraded, one response.create message a call, the connection kept
+	// for the next call (see the package doc). An upstream that refuses
+	// the upgrade is called over HTTP.
+	WebSocket bool
+	// MaxIdleSockets bounds the WebSocket connections kept open between
+	// calls (0: 16); SocketIdle closes one unused that long (0: 5
+	// minutes).
+	MaxIdleSockets int
+	SocketIdle     time.Duration
+	// Logger says when WebSocket mode is refused (nil: no log).
+	Logger *slog.Logger
 }
 
-// Client calls a Responses upstream. It is safe for concurrent use.
+// Client calls a Responses upstream. It is safe for concurrent use; Close
+// closes its idle WebSocket connections.
 type Client struct {
 	cfg    Config
 	url    string
 	sender outbound.Sender
+	socks  *socketPool // nil: HTTP only
 }
 
 var (
@@ -59,8 +77,12 @@ func New(cfg Config) *Client {
 	if cfg.Name == "" {
 		cfg.Name = wire.Dialect
 	}
-	return &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses",
+	c := &Client{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/responses",
 		sender: outbound.Sender{Name: cfg.Name, Client: cfg.HTTPClient, DecodeError: wire.DecodeError}}
+	if cfg.WebSocket {
+		c.socks = newSocketPool(cfg.MaxIdleSockets, cfg.SocketIdle)
+	}
+	return c
 }
 
 // MaxCallID is the longest call_id the Responses API accepts (a longer one
@@ -91,10 +113,10 @@ type chain struct {
 	Last     string `json:"fp"`
 }
 
-// Open sends req as a streamed create-response request. It returns an
-// error when the upstream cannot be reached or answers with a non-2xx
-// status (mapped from its error object); the call's events end with the
-// upstream's final or an error.
+// Open sends req as a streamed create-response request, over a WebSocket
+// in WebSocket mode. It returns an error when the upstream cannot be
+// reached or answers with an error status (mapped from its error object);
+// the call's events end with the upstream's final or an error.
 func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
 	if c.cfg.Model != "" {
 		r := *req
@@ -105,11 +127,11 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	if ch := c.chain(ctx, req); ch != nil {
 		opt.PreviousResponseID, opt.From = ch.Response, ch.N+1
 	}
-	resp, dropped, callCtx, cancel, err := c.send(ctx, req, opt)
+	stream, dropped, err := c.call(ctx, req, opt)
 	if err != nil && opt.PreviousResponseID != "" && bridge.ErrorCode(err) == bridge.CodeNotFound {
 		// The upstream no longer has the chain: send the whole transcript.
 		opt.PreviousResponseID, opt.From = "", 0
-		resp, dropped, callCtx, cancel, err = c.send(ctx, req, opt)
+		stream, dropped, err = c.call(ctx, req, opt)
 	}
 	if err != nil {
 		return nil, err
@@ -117,26 +139,49 @@ func (c *Client) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, e
 	runID := bridge.RunIDFromContext(ctx)
 	// Record the upstream's response id of the run, and the session's
 	// chain once the response is final.
-	record := func(r io.Reader) bridge.Stream {
-		return func(yield func(bridge.Event, error) bool) {
-			var upstreamID string
-			for ev, err := range wire.DecodeStream(r) {
-				switch {
-				case err != nil:
-				case ev.Kind == bridge.KindMessageStarted && ev.ResponseID != "":
-					upstreamID = ev.ResponseID
-					c.put(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: runID, Remote: upstreamID})
-				case ev.Kind == bridge.KindFinal:
-					c.record(ctx, req, upstreamID)
-				}
-				if !yield(ev, err) || err != nil {
-					return
-				}
+	events := func(yield func(bridge.Event, error) bool) {
+		var upstreamID string
+		for ev, err := range stream {
+			switch {
+			case err != nil:
+			case ev.Kind == bridge.KindMessageStarted && ev.ResponseID != "":
+				upstreamID = ev.ResponseID
+				c.put(ctx, bridge.IDMapping{Kind: bridge.IDRun, Scope: c.cfg.Name, Local: runID, Remote: upstreamID})
+			case ev.Kind == bridge.KindFinal:
+				c.record(ctx, req, upstreamID)
+			}
+			if !yield(ev, err) || err != nil {
+				return
 			}
 		}
 	}
-	events := outbound.Events(callCtx, c.cfg.Name, c.cfg.Timeouts.Idle, resp.Body, cancel, record)
 	return &bridge.Call{Events: events, Dropped: dropped}, nil
+}
+
+// call makes one call, over a WebSocket in WebSocket mode unless the
+// upstream refused the upgrade, else over HTTP, and returns its decoded
+// stream (ranging over it once releases the connection).
+func (c *Client) call(ctx context.Context, req *bridge.Request, opt wire.EncodeOptions) (bridge.Stream, []string, error) {
+	if c.socks != nil && c.socks.usable(time.Now()) {
+		stream, dropped, err := c.callSocket(ctx, req, opt)
+		if !errors.Is(err, errRefused) {
+			return stream, dropped, err
+		}
+	}
+	resp, dropped, callCtx, cancel, err := c.send(ctx, req, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outbound.Events(callCtx, c.cfg.Name, c.cfg.Timeouts.Idle, resp.Body, cancel, wire.DecodeStream), dropped, nil
+}
+
+// Close closes the idle WebSocket connections; a call still streaming
+// closes its own at its end (or keeps it, if the pool has room).
+func (c *Client) Close() error {
+	if c.socks != nil {
+		c.socks.close()
+	}
+	return nil
 }
 
 // send makes the HTTP request; the call's context (cancelled with the

@@ -10,6 +10,11 @@
 // (404 previous_response_not_found) or a transcript that no longer
 // extends it (an edit, a branch) is sent whole again.
 //
+// With Config.WebSocket the calls go in WebSocket mode: one
+// response.create message a call on a connection kept open between calls
+// (websocket.go), falling back to HTTP when the upstream refuses the
+// upgrade.
+//
 // The upstream's response id of every call is the run's UpstreamRunID and,
 // with Config.IDs, an IDRun entry of the id map. A Client is safe for
 // concurrent use; ranging over a call's events once, to its end or not,

@@ -1,11 +1,17 @@
 package responsestest
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/coder/websocket"
 
 	wire "github.com/bridge-dev/bridge/mapping/responses/responsestest"
 	"github.com/bridge-dev/bridge/outbound/internal/fakesse"
@@ -41,10 +47,15 @@ type Reply struct {
 // /v1).
 type Server struct {
 	*httptest.Server
-	// Reply picks the answer to the n-th request (from 0).
+	// Reply picks the answer to the n-th request (from 0), over HTTP or
+	// WebSocket mode alike.
 	Reply func(n int, body []byte) Reply
+	// RefuseWebSocket answers an upgrade with 404, as a server without
+	// WebSocket mode does. Set it before the first request.
+	RefuseWebSocket bool
 
-	log fakesse.Log
+	log      fakesse.Log
+	upgrades atomic.Int64
 }
 
 // A reply's typed events are built with Events and checked with
@@ -83,7 +94,15 @@ func (s *Server) Requests() []Request { return s.log.Requests() }
 // away) before their reply was complete.
 func (s *Server) Cancelled() int { return s.log.Cancelled() }
 
+// Upgrades counts the WebSocket connections the server accepted.
+func (s *Server) Upgrades() int { return int(s.upgrades.Load()) }
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/responses" && !s.RefuseWebSocket &&
+		strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		s.serveWebSocket(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -108,6 +127,59 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Write(w, r, fakesse.Reply{Status: rep.Status, Body: rep.Body, Header: rep.Header, Frames: frames, After: after,
 		Delay: rep.Delay, HeaderDelay: rep.HeaderDelay, CutAfter: rep.CutAfter, StallAfter: rep.StallAfter})
+}
+
+// serveWebSocket is WebSocket mode: each response.create message is a
+// request (logged with the upgrade's headers), answered with its reply's
+// events, one message each, or an error message ({"type":"error",
+// "status":N,"error":{...}}) for an error reply; the connection carries
+// any number of them. CutAfter closes the connection after that many
+// events (after the whole reply when it has no more); Delay paces them.
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	s.upgrades.Add(1)
+	c.SetReadLimit(64 << 20)
+	ctx := r.Context()
+	for {
+		_, msg, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		req := r.Clone(ctx)
+		req.Body = io.NopCloser(bytes.NewReader(msg))
+		rep := s.Reply(s.log.Add(req))
+		if rep.Status != 0 && rep.Status != http.StatusOK {
+			var env struct {
+				Error json.RawMessage `json:"error"`
+			}
+			_ = json.Unmarshal([]byte(rep.Body), &env)
+			if len(env.Error) == 0 {
+				env.Error = json.RawMessage(`{"type":"server_error","message":"error"}`)
+			}
+			if c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"type":"error","status":%d,"error":%s}`, rep.Status, env.Error)) != nil {
+				return
+			}
+			continue
+		}
+		for i, ev := range rep.Events {
+			if rep.CutAfter > 0 && i == rep.CutAfter {
+				return
+			}
+			if rep.Delay > 0 {
+				time.Sleep(rep.Delay)
+			}
+			if c.Write(ctx, websocket.MessageText, []byte(ev)) != nil {
+				return
+			}
+		}
+		if rep.CutAfter > 0 && rep.CutAfter >= len(rep.Events) {
+			return // closed once the response is whole: a connection a client would keep
+		}
+	}
 }
 
 // ErrorBody is an OpenAI error object (the Responses API's is Chat
