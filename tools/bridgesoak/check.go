@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/sqlite"
@@ -74,28 +72,16 @@ const integrityNA = "n/a (PostgreSQL)"
 // and returns url with its connections' search_path set to it, and a func
 // that drops it.
 func freshSchema(ctx context.Context, url string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, url)
+	name := fmt.Sprintf("bridgesoak_%d_%d", os.Getpid(), time.Now().Unix())
+	schemaURL, drop, err := postgres.CreateSchema(ctx, url, name)
 	if err != nil {
 		return "", nil, fmt.Errorf("--db: %w", err)
 	}
-	defer conn.Close(ctx)
-	name := fmt.Sprintf("bridgesoak_%d_%d", os.Getpid(), time.Now().Unix())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		return "", nil, fmt.Errorf("--db: create schema: %w", err)
-	}
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	drop := func() {
+	return schemaURL, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if c, err := pgx.Connect(ctx, url); err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE")
-			c.Close(ctx)
-		}
-	}
-	return url + sep + "search_path=" + name, drop, nil
+		_ = drop(ctx)
+	}, nil
 }
 
 // runningRuns counts the runs whose status is running.
