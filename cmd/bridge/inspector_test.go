@@ -161,8 +161,8 @@ func js(s string) string { b, _ := json.Marshal(s); return string(b) }
 // admin key is asked for, another principal's key sees no foreign run, the
 // runs list shows runs made through the bridge, the run page shows both
 // wires of an A2A-over-OpenAI and an Anthropic-over-OpenAI run with what
-// they dropped, and a running run's page follows it live until Stop stops
-// it.
+// they dropped and their first commit and first client byte, and a
+// running run's page follows it live, streamed, until Stop stops it.
 func TestInspectorBrowser(t *testing.T) {
 	up := inspectorUpstream(t)
 	base, m := startInspectorBridge(t, up)
@@ -314,6 +314,7 @@ func TestInspectorBrowser(t *testing.T) {
 		defer resp.Body.Close()
 		go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(resp.Body)) }()
 		live := resp.Header.Get("X-Run-Id")
+		p.do("count the page's requests afresh", chromedp.Evaluate[chromedp.Void](`performance.setResourceTimingBufferSize(100000); performance.clearResourceTimings()`))
 		p.open("#/run/" + live)
 		p.until("the live run", fmt.Sprintf(`document.querySelector('#run[data-run=%s] #stop') !== null`, js(live)))
 		p.until("some events", `Number((document.querySelector("#run-seq") || {}).innerText) > 3`)
@@ -321,7 +322,13 @@ func TestInspectorBrowser(t *testing.T) {
 			t.Errorf("the live run's client wire: want its frames so far and no end:\n%s", client)
 		}
 		seen := p.text("#run-seq")
-		p.until("more events, live", fmt.Sprintf(`Number((document.querySelector("#run-seq") || {}).innerText) > %s + 3`, seen))
+		frames := strings.Count(p.text("#wire-client pre"), "data: {")
+		p.until("more events, live (a second and more)", fmt.Sprintf(`Number((document.querySelector("#run-seq") || {}).innerText) > %s + 10`, seen))
+		// They come by the page's stream (GET .../live), not by asking for
+		// the whole page again: the run's JSON was read once.
+		p.until("the page streams", `document.querySelector('#run[data-live="stream"]') !== null`)
+		p.until("the client wire grows, frame by frame", fmt.Sprintf(`(document.querySelector("#wire-client pre").innerText.match(/data: \{/g) || []).length > %d`, frames))
+		p.until("no polling", fmt.Sprintf(`performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/ui/api/runs/" + %s)).length === 1`, js(live)))
 		p.do("stop", chromedp.Click(chromedp.CSS("#stop")))
 		p.until("cancelled", `document.querySelector('#run-status [data-status="cancelled"]') !== null`)
 		r, err := store.Run(t.Context(), live)

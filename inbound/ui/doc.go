@@ -8,7 +8,8 @@
 // by side: what the client received, rendered again in the client's
 // dialect by the dialect's own encoder (inbound.Dialect.ServeEvents), and
 // what the upstream sent, when the run's upstream calls were recorded
-// (Recorder). A running run's page follows it and can stop or steer it.
+// (Recorder). A running run's page follows it by a stream of its events
+// and its client frames (live.go) and can stop or steer it.
 //
 // Access is decided per request by Config.Access: an admin sees every
 // principal's runs, any other principal its own only.

@@ -57,6 +57,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /ui/api/me", h.api(h.me))
 	h.mux.HandleFunc("GET /ui/api/runs", h.api(h.list))
 	h.mux.HandleFunc("GET /ui/api/runs/{run}", h.api(h.run))
+	h.mux.HandleFunc("GET /ui/api/runs/{run}/live", h.live)
 	h.mux.HandleFunc("POST /ui/api/runs/{run}/stop", h.api(h.stop))
 	h.mux.HandleFunc("POST /ui/api/runs/{run}/steer", h.api(h.steer))
 	h.mux.HandleFunc("GET /ui/api/sessions/{session}", h.api(h.session))
@@ -69,7 +70,7 @@ func New(cfg Config) *Handler {
 // Routes lists the patterns the handler serves.
 func (h *Handler) Routes() []string {
 	return []string{"GET /ui/{$}", "GET /ui/assets/", "GET /ui/api/me", "GET /ui/api/runs", "GET /ui/api/runs/{run}",
-		"POST /ui/api/runs/{run}/stop", "POST /ui/api/runs/{run}/steer", "GET /ui/api/sessions/{session}", "/ui/"}
+		"GET /ui/api/runs/{run}/live", "POST /ui/api/runs/{run}/stop", "POST /ui/api/runs/{run}/steer", "GET /ui/api/sessions/{session}", "/ui/"}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }

@@ -335,3 +335,47 @@ func TestRecorderCapsStored(t *testing.T) {
 		t.Errorf("stored call: truncated %v, %d body bytes, %v", c.Truncated, len(c.Body), err)
 	}
 }
+
+// TestLive: the live stream of a run gives each committed event, then the
+// client's dialect's frame for it, and ends with the run; another
+// principal's run is not found.
+func TestLive(t *testing.T) {
+	f := newFixture(t)
+	alice := f.handler(as("alice", false))
+	w := httptest.NewRecorder()
+	alice.ServeHTTP(w, httptest.NewRequest("GET", "/ui/api/runs/"+f.ids["a2"]+"/live", nil))
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	var got []string
+	for _, frame := range strings.Split(strings.TrimSuffix(w.Body.String(), "\n\n"), "\n\n") {
+		lines := strings.Split(frame, "\n")
+		kind := strings.TrimPrefix(lines[0], "event: ")
+		data := strings.TrimPrefix(lines[len(lines)-1], "data: ")
+		switch kind {
+		case "event":
+			var ev bridge.Event
+			if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			got = append(got, fmt.Sprintf("event %s %d %s", strings.TrimPrefix(lines[1], "id: "), ev.Seq, ev.Kind))
+		case "wire":
+			var s string
+			if err := json.Unmarshal([]byte(data), &s); err != nil {
+				t.Fatalf("wire %q: %v", data, err)
+			}
+			got = append(got, "wire "+strings.TrimSpace(s))
+		default:
+			got = append(got, kind+" "+data)
+		}
+	}
+	want := []string{"event 1 1 run_started", "wire 1 run_started", "event 2 2 text_delta", "wire 2 text_delta",
+		"event 3 3 final", "wire 3 final", "end {}"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("live stream (-want +got):\n%s", d)
+	}
+	code, v := get(t, alice, "GET", "/ui/api/runs/"+f.ids["b1"]+"/live", "")
+	if msg, _ := v["error"].(map[string]any)["message"].(string); code != 404 || !strings.Contains(msg, "not found") {
+		t.Errorf("bob's run: %d %v", code, v)
+	}
+}

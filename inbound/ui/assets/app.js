@@ -298,26 +298,100 @@ function renderRun(p, root) {
 }
 
 let refresh = () => {};
+let liveAbort = null; // ends the run page's live stream when the route changes
 
 async function runPage(id) {
   const my = gen;
   const root = el("div", { id: "run" });
   show(root);
-  refresh = async () => {
-    const p = await api("runs/" + encodeURIComponent(id));
+  // paint renders p, keeping the scroll position and the steer draft (and
+  // its focus) across renders.
+  const paint = (p) => {
     const y = window.scrollY;
     const steer = document.getElementById("steer-input");
-    const draft = steer ? steer.value : "";
+    const draft = steer ? steer.value : "", focused = steer !== null && document.activeElement === steer;
     renderRun(p, root);
     const s2 = document.getElementById("steer-input");
-    if (s2) s2.value = draft;
+    if (s2) { s2.value = draft; if (focused) s2.focus(); }
     window.scrollTo(0, y);
+  };
+  refresh = async () => {
+    const p = await api("runs/" + encodeURIComponent(id));
+    if (my === gen) paint(p);
     return p;
   };
   const p = await refresh();
-  if (p.run.status === "running") {
-    every(my, (id) => refresh().then((p) => { if (p.run.status !== "running") clearInterval(id); }).catch(() => {}), 500);
+  if (p.run.status !== "running") return;
+  follow(id, my, p, paint).catch(() => {
+    // No stream (a proxy that buffers it, a network error): poll instead.
+    if (my !== gen) return;
+    root.dataset.live = "poll";
+    every(my, (iv) => refresh().then((p) => { if (p.run.status !== "running") clearInterval(iv); }).catch(() => {}), 500);
+  });
+}
+
+// follow streams a running run's page: GET runs/ID/live, read as SSE with
+// fetch (EventSource cannot send the key). Each committed event joins the
+// timeline and each frame the client's dialect wrote joins the client
+// wire, drawn at most ten times a second; once the run has ended the page
+// is loaded whole again (its waterfall, its upstream wire, its messages).
+async function follow(id, my, p, paint) {
+  const headers = { "Accept": "text/event-stream" };
+  if (key()) headers["Authorization"] = "Bearer " + key();
+  const ctl = new AbortController();
+  liveAbort = ctl;
+  const res = await fetch("/ui/api/runs/" + encodeURIComponent(id) + "/live", { headers, signal: ctl.signal });
+  if (!res.ok || !res.body) throw new APIError(res.status, res.statusText);
+  const run = Object.assign({}, p.run), events = [];
+  let wire = "", timer = null, ended = false;
+  const draw = () => {
+    if (timer !== null) return;
+    timer = setTimeout(() => {
+      timer = null;
+      if (my !== gen) return;
+      paint(Object.assign({}, p, { run, events, client: Object.assign({}, p.client, { body: wire, truncated: false }) }));
+      document.getElementById("run").dataset.live = "stream";
+    }, 100);
+  };
+  const handle = (kind, data) => {
+    if (kind === "event") {
+      const ev = JSON.parse(data);
+      events.push(ev);
+      run.last_seq = ev.seq;
+      if (ev.usage) run.usage = Object.assign({}, run.usage, ev.usage);
+      if (ev.final) run.status = ev.final.status;
+    } else if (kind === "wire") {
+      wire += JSON.parse(data);
+    } else if (kind === "end") {
+      ended = true;
+    }
+    draw();
+  };
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || my !== gen) break;
+      buf += value;
+      for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        let kind = "", data = "";
+        for (const line of frame.split("\n")) {
+          if (line.startsWith("event: ")) kind = line.slice(7);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        }
+        handle(kind, data);
+      }
+    }
+  } finally {
+    if (liveAbort === ctl) liveAbort = null;
   }
+  if (my !== gen) return;
+  if (!ended) throw new Error("the live stream ended before the run");
+  clearTimeout(timer);
+  await refresh();
 }
 
 // ---- a session ----
@@ -348,6 +422,7 @@ async function sessionPage(id, principal) {
 async function route() {
   const my = ++gen;
   refresh = () => {};
+  if (liveAbort) { liveAbort.abort(); liveAbort = null; }
   const h = location.hash.replace(/^#/, "") || "/";
   try {
     await whoami();
