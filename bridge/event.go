@@ -94,6 +94,16 @@ type Event struct {
 	// UpstreamID is the upstream's own id for this event (an ADK event id, a
 	// Responses sequence number, an A2A SSE id), kept for upstream resume.
 	UpstreamID string `json:"upstream_id,omitempty"`
+
+	// SessionSeq is the event's place in its session's commit order, set
+	// by the store when it commits the event (Store.Commit) and given back
+	// with it: the events one commit writes for one run share a number, a
+	// later commit's (or the same commit's for another run) have a higher
+	// one. A session's events in (SessionSeq, Seq) order are in the order
+	// they were committed, whichever run they belong to (SessionEvents).
+	// 0 for a run of no session and for events committed before the store
+	// numbered them.
+	SessionSeq int64 `json:"session_seq,omitempty"`
 }
 
 // ID is the event's client-facing cursor.

@@ -102,6 +102,22 @@ type Batch struct {
 	Timings []RunTiming
 }
 
+// SessionPos is a position in a session's commit order: just after the
+// event Seq of the run whose events got SessionSeq (a SessionSeq is one
+// run's), or, with Seq 0, just before that run's events with it.
+type SessionPos struct {
+	SessionSeq int64
+	Seq        int64
+}
+
+// Pos is the position just after e in its session's commit order.
+func (e *Event) Pos() SessionPos { return SessionPos{SessionSeq: e.SessionSeq, Seq: e.Seq} }
+
+// Before reports whether p comes before q.
+func (p SessionPos) Before(q SessionPos) bool {
+	return p.SessionSeq < q.SessionSeq || p.SessionSeq == q.SessionSeq && p.Seq < q.Seq
+}
+
 // IDKind names what an id-map entry maps.
 type IDKind string
 
@@ -145,11 +161,27 @@ type Store interface {
 	RunByClientID(ctx context.Context, principal, clientRunID string) (*Run, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 
-	// Commit writes a batch atomically.
+	// Commit writes a batch atomically. It numbers the batch's events in
+	// their sessions' commit order (Event.SessionSeq): each run of the
+	// batch (of a session: a run's session is its principal's session
+	// SessionID), in the order its first event comes in b.Events, takes
+	// its session's next number for all its events of the batch (set in
+	// b.Events, so what the engine hands on carries it too). Commits
+	// of one session are numbered in the order they are committed, so a
+	// reader never sees a number before a lower one of the same session.
 	Commit(ctx context.Context, b *Batch) error
 	// Events returns up to limit committed events of run with seq > after,
-	// in seq order. limit <= 0 means all.
+	// in seq order, each with its SessionSeq. limit <= 0 means all.
 	Events(ctx context.Context, run string, after int64, limit int) ([]Event, error)
+	// SessionEvents returns up to limit committed events of principal's
+	// runs of session that come after the position after, in commit
+	// order: ordered by SessionSeq, then Seq, those with SessionSeq >
+	// after.SessionSeq or with SessionSeq = after.SessionSeq and Seq >
+	// after.Seq. limit <= 0 means all. An unknown session has none.
+	SessionEvents(ctx context.Context, principal, session string, after SessionPos, limit int) ([]Event, error)
+	// SessionSeq is the SessionSeq of the last events committed of
+	// principal's session (0 before any).
+	SessionSeq(ctx context.Context, principal, session string) (int64, error)
 
 	// Messages returns up to limit transcript messages of principal's
 	// session in force (not superseded), oldest first, ending before the message at
@@ -179,7 +211,8 @@ type Store interface {
 	LocalID(ctx context.Context, kind IDKind, scope, remote string) (string, error)
 
 	// InterruptRunning closes every run left running (by a crash) as
-	// interrupted with reason, appending its final event; it returns the ids.
+	// interrupted with reason, appending its final event (numbered in its
+	// session's commit order as Commit numbers events); it returns the ids.
 	// The runs named in keep stay running (this process resumes them
 	// upstream).
 	InterruptRunning(ctx context.Context, reason string, now time.Time, keep ...string) ([]string, error)

@@ -54,6 +54,9 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 		{"RunTimings", testRunTimings},
 		{"NotFound", testNotFound},
 		{"ConcurrentCommit", testConcurrentCommit},
+		{"SessionEvents", testSessionEvents},
+		{"SessionEventsInterrupt", testSessionEventsInterrupt},
+		{"SessionEventsConcurrent", testSessionEventsConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +73,10 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 
 // cmpOpts compare what a store gives back with what went in: a store need
 // not tell a nil slice from an empty one.
-var cmpOpts = []cmp.Option{cmpopts.EquateEmpty()}
+// The commit order a store numbers (Event.SessionSeq, Session.LastSeq) has
+// cases of its own (testSessionEvents); the others leave it out.
+var cmpOpts = []cmp.Option{cmpopts.EquateEmpty(),
+	cmpopts.IgnoreFields(bridge.Event{}, "SessionSeq")}
 
 // ignoreMessageID compares messages without their store-assigned ids.
 var ignoreMessageID = cmpopts.IgnoreFields(bridge.Message{}, "ID")
@@ -1235,4 +1241,214 @@ func testConcurrentCommit(t *testing.T, s bridge.Store) {
 	if len(msgs) != writers*batches {
 		t.Errorf("got %d messages, want %d", len(msgs), writers*batches)
 	}
+}
+
+// sessionOrder is what SessionEvents gives: run:seq@sessionSeq.
+func sessionOrder(evs []bridge.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.RunID + ":" + strconv.FormatInt(e.Seq, 10) + "@" + strconv.FormatInt(e.SessionSeq, 10)
+	}
+	return out
+}
+
+func mustSessionEvents(t *testing.T, s bridge.Store, session string, after bridge.SessionPos, limit int) []bridge.Event {
+	t.Helper()
+	evs, err := s.SessionEvents(t.Context(), "alice", session, after, limit)
+	if err != nil {
+		t.Fatalf("SessionEvents(%s, %+v, %d): %v", session, after, limit, err)
+	}
+	return evs
+}
+
+func wantSessionSeq(t *testing.T, s bridge.Store, principal, session string, want int64) {
+	t.Helper()
+	if n, err := s.SessionSeq(t.Context(), principal, session); err != nil || n != want {
+		t.Errorf("SessionSeq(%s, %s) = %d, %v; want %d", principal, session, n, err, want)
+	}
+}
+
+// testSessionEvents: each commit numbers a session's events in commit
+// order, one number per run of the batch (in the order of the batch's
+// events); SessionEvents reads them back in that order from any position,
+// a page at a time with no gap and no duplicate; Events gives each its
+// number; the session's LastSeq follows; another session counts its own.
+func testSessionEvents(t *testing.T, s bridge.Store) {
+	mustSession(t, s, "sess_1", "alice")
+	mustSession(t, s, "sess_2", "alice")
+	mustRun(t, s, newRun("run_a", "sess_1", "alice", at(0)))
+	mustRun(t, s, newRun("run_b", "sess_1", "alice", at(time.Second)))
+	mustRun(t, s, newRun("run_c", "sess_2", "alice", at(2*time.Second)))
+
+	// run_a alone; then run_b's and run_a's deltas in one batch (run_b
+	// first: its first event comes first), packs of deltas among them;
+	// then run_c of the other session with run_a; then run_b ends.
+	mustCommit(t, s, &bridge.Batch{Events: TextDeltas("run_a", 1, 3)})
+	b2 := append(TextDeltas("run_b", 1, 4), TextDeltas("run_a", 4, 2)...)
+	b2 = append(b2, bridge.Event{RunID: "run_b", Seq: 5, Time: at(0), Kind: bridge.KindUsage, Source: bridge.SourceModel, Usage: fullUsage(3)})
+	mustCommit(t, s, &bridge.Batch{Events: b2})
+	mustCommit(t, s, &bridge.Batch{Events: append(TextDeltas("run_c", 1, 2), TextDeltas("run_a", 6, 1)...)})
+	end := newRun("run_b", "sess_1", "alice", at(time.Second))
+	end.Status, end.Finished, end.LastSeq = bridge.StatusCompleted, at(time.Minute), 6
+	mustCommit(t, s, &bridge.Batch{Events: []bridge.Event{{RunID: "run_b", Seq: 6, Time: at(time.Minute), Kind: bridge.KindFinal,
+		Source: bridge.SourceBridge, Final: &bridge.Final{Status: bridge.StatusCompleted}}}, Runs: []*bridge.Run{end}})
+
+	want := []string{"run_a:1@1", "run_a:2@1", "run_a:3@1",
+		"run_b:1@2", "run_b:2@2", "run_b:3@2", "run_b:4@2", "run_b:5@2",
+		"run_a:4@3", "run_a:5@3",
+		"run_a:6@4",
+		"run_b:6@5"}
+	all := mustSessionEvents(t, s, "sess_1", bridge.SessionPos{}, 0)
+	diff(t, "SessionEvents(sess_1) in commit order", want, sessionOrder(all))
+	diff(t, "SessionEvents(sess_2)", []string{"run_c:1@1", "run_c:2@1"}, sessionOrder(mustSessionEvents(t, s, "sess_2", bridge.SessionPos{}, 0)))
+	if evs := mustSessionEvents(t, s, "sess_unknown", bridge.SessionPos{}, 0); len(evs) != 0 {
+		t.Errorf("SessionEvents of an unknown session = %v, want none", sessionOrder(evs))
+	}
+	// The events themselves, as Events gives them.
+	for _, e := range all {
+		got := mustEvents(t, s, e.RunID, e.Seq-1, 1)
+		if len(got) != 1 {
+			t.Fatalf("Events(%s, %d, 1) = %d events", e.RunID, e.Seq-1, len(got))
+		}
+		diff(t, "SessionEvents' "+e.ID()+" against Events'", got[0], e)
+		if got[0].SessionSeq != e.SessionSeq {
+			t.Errorf("Events gives %s SessionSeq %d, SessionEvents %d", e.ID(), got[0].SessionSeq, e.SessionSeq)
+		}
+	}
+	wantSessionSeq(t, s, "alice", "sess_1", 5)
+	wantSessionSeq(t, s, "alice", "sess_2", 1)
+	wantSessionSeq(t, s, "bob", "sess_1", 0)
+	if evs, err := s.SessionEvents(t.Context(), "bob", "sess_1", bridge.SessionPos{}, 0); err != nil || len(evs) != 0 {
+		t.Errorf("SessionEvents of another principal's session = %v, %v; want none", sessionOrder(evs), err)
+	}
+
+	// From every position, and a page at a time: the rest, once each.
+	for i := range all {
+		after := all[i].Pos()
+		diff(t, "SessionEvents after "+all[i].ID(), want[i+1:], sessionOrder(mustSessionEvents(t, s, "sess_1", after, 0)))
+	}
+	diff(t, "SessionEvents before run_b's first", want[3:], sessionOrder(mustSessionEvents(t, s, "sess_1", bridge.SessionPos{SessionSeq: 2}, 0)))
+	for _, page := range []int{1, 2, 3, 5} {
+		var got []string
+		var after bridge.SessionPos
+		for range 100 {
+			evs := mustSessionEvents(t, s, "sess_1", after, page)
+			if len(evs) > page {
+				t.Fatalf("SessionEvents(limit %d) = %d events", page, len(evs))
+			}
+			if len(evs) == 0 {
+				break
+			}
+			got = append(got, sessionOrder(evs)...)
+			after = evs[len(evs)-1].Pos()
+		}
+		diff(t, "SessionEvents a page of "+strconv.Itoa(page)+" at a time", want, got)
+	}
+}
+
+// testSessionEventsInterrupt: the final event InterruptRunning appends
+// takes its session's next number.
+func testSessionEventsInterrupt(t *testing.T, s bridge.Store) {
+	mustSession(t, s, "sess_1", "alice")
+	mustRun(t, s, newRun("run_a", "sess_1", "alice", at(0)))
+	mustRun(t, s, newRun("run_b", "sess_1", "alice", at(time.Second)))
+	mustCommit(t, s, &bridge.Batch{Events: append(TextDeltas("run_a", 1, 2), TextDeltas("run_b", 1, 1)...)})
+	if _, err := s.InterruptRunning(t.Context(), "bridge restarted", at(time.Hour)); err != nil {
+		t.Fatalf("InterruptRunning: %v", err)
+	}
+	got := sessionOrder(mustSessionEvents(t, s, "sess_1", bridge.SessionPos{SessionSeq: 2, Seq: 1}, 0))
+	if len(got) != 2 || !slices.Contains(got, "run_a:3@3") && !slices.Contains(got, "run_a:3@4") ||
+		!slices.Contains(got, "run_b:2@3") && !slices.Contains(got, "run_b:2@4") || got[0][len(got[0])-1] != '3' {
+		t.Errorf("after InterruptRunning: %v, want run_a:3 and run_b:2 numbered 3 and 4", got)
+	}
+	wantSessionSeq(t, s, "alice", "sess_1", 4)
+}
+
+// testSessionEventsConcurrent: writers commit to runs of one session at
+// once; every reader's SessionEvents is in commit order as it saw it: each
+// run's events in seq order, each number one run's, no number read
+// before a lower one (a reader that saw number n saw every number below
+// it), and at the end all of them, numbered 1 to the session's LastSeq.
+func testSessionEventsConcurrent(t *testing.T, s bridge.Store) {
+	const (
+		writers  = 4
+		batches  = 20
+		perBatch = 3
+	)
+	ctx := t.Context()
+	mustSession(t, s, "sess_1", "alice")
+	runID := func(w int) string { return "run_" + strconv.Itoa(w) }
+	for w := range writers {
+		mustRun(t, s, newRun(runID(w), "sess_1", "alice", T0))
+	}
+	var (
+		writing sync.WaitGroup
+		reading sync.WaitGroup
+		done    = make(chan struct{})
+		errs    = make(chan error, writers+2)
+	)
+	for w := range writers {
+		writing.Go(func() {
+			for b := range batches {
+				if err := s.Commit(ctx, &bridge.Batch{Events: TextDeltas(runID(w), int64(b*perBatch+1), perBatch)}); err != nil {
+					errs <- fmt.Errorf("writer %d batch %d: %w", w, b, err)
+					return
+				}
+			}
+		})
+	}
+	check := func(evs []bridge.Event) error {
+		last := map[string]int64{}
+		owner := map[int64]string{}
+		var prev int64
+		for _, e := range evs {
+			if e.Seq != last[e.RunID]+1 {
+				return fmt.Errorf("%s after %s:%d", e.ID(), e.RunID, last[e.RunID])
+			}
+			last[e.RunID] = e.Seq
+			if o, ok := owner[e.SessionSeq]; ok && o != e.RunID {
+				return fmt.Errorf("number %d is %s's and %s's", e.SessionSeq, o, e.RunID)
+			}
+			owner[e.SessionSeq] = e.RunID
+			if e.SessionSeq != prev && e.SessionSeq != prev+1 {
+				return fmt.Errorf("number %d after %d: one is missing", e.SessionSeq, prev)
+			}
+			prev = e.SessionSeq
+		}
+		return nil
+	}
+	for range 2 {
+		reading.Go(func() {
+			for {
+				evs, err := s.SessionEvents(ctx, "alice", "sess_1", bridge.SessionPos{}, 0)
+				if err == nil {
+					err = check(evs)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("reader: %w", err)
+					return
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		})
+	}
+	writing.Wait()
+	close(done)
+	reading.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	evs := mustSessionEvents(t, s, "sess_1", bridge.SessionPos{}, 0)
+	if err := check(evs); err != nil {
+		t.Error(err)
+	}
+	if len(evs) != writers*batches*perBatch || evs[len(evs)-1].SessionSeq != writers*batches {
+		t.Fatalf("%d events, the last numbered %d; want %d events numbered up to %d", len(evs), evs[len(evs)-1].SessionSeq, writers*batches*perBatch, writers*batches)
+	}
+	wantSessionSeq(t, s, "alice", "sess_1", writers*batches)
 }

@@ -42,6 +42,7 @@ type Store struct {
 	ids      map[idKey]string
 	resps    map[respKey]*bridge.StoredResponse
 	recs     map[string][]bridge.Recording // by run, oldest first
+	seqs     map[sessionKey]int64          // the last SessionSeq of each session
 }
 
 type runRow struct {
@@ -79,6 +80,7 @@ func New(now func() time.Time) *Store {
 		ids:      make(map[idKey]string),
 		resps:    make(map[respKey]*bridge.StoredResponse),
 		recs:     make(map[string][]bridge.Recording),
+		seqs:     make(map[sessionKey]int64),
 	}
 }
 
@@ -329,10 +331,18 @@ func (s *Store) Commit(_ context.Context, b *bridge.Batch) error {
 			}
 			_ = s.createRun(r) // checked
 		}
+		numbered := map[string]int64{} // run: its SessionSeq in this batch
 		for i := range b.Events {
 			e := &b.Events[i]
-			s.events[e.RunID] = append(s.events[e.RunID], cloneEvent(e))
 			row := s.runs[e.RunID]
+			sseq, ok := numbered[e.RunID]
+			if !ok {
+				sseq = s.nextSessionSeq(&row.run)
+				numbered[e.RunID] = sseq
+			}
+			e.SessionSeq = sseq
+			c := cloneEvent(e)
+			s.events[e.RunID] = append(s.events[e.RunID], c)
 			row.run.LastSeq = max(row.run.LastSeq, e.Seq)
 		}
 		for _, r := range b.Runs {
@@ -363,6 +373,27 @@ func setTiming(r *bridge.Run, commit, firstByte time.Time) {
 	if r.FirstClientByte.IsZero() && !firstByte.IsZero() {
 		r.FirstClientByte = utc(firstByte)
 	}
+}
+
+// nextSessionSeq takes the next number of the commit order of r's session
+// (0 for a run of no session).
+func (s *Store) nextSessionSeq(r *bridge.Run) int64 {
+	if r.SessionID == "" {
+		return 0
+	}
+	k := sessionKey{r.Principal, r.SessionID}
+	s.seqs[k]++
+	return s.seqs[k]
+}
+
+// SessionSeq is the number of the session's last commit.
+func (s *Store) SessionSeq(_ context.Context, principal, session string) (int64, error) {
+	var n int64
+	err := s.read(func() error {
+		n = s.seqs[sessionKey{principal, session}]
+		return nil
+	})
+	return n, err
 }
 
 // check finds what would fail b, before anything of it is written.
@@ -448,6 +479,37 @@ func (s *Store) Events(_ context.Context, run string, after int64, limit int) ([
 		i, _ := slices.BinarySearchFunc(evs, after+1, func(x bridge.Event, seq int64) int { return cmp.Compare(x.Seq, seq) })
 		for ; i < len(evs) && (limit <= 0 || len(out) < limit); i++ {
 			out = append(out, cloneEvent(&evs[i]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SessionEvents returns the events of session's runs after the position
+// after, in commit order.
+func (s *Store) SessionEvents(_ context.Context, principal, session string, after bridge.SessionPos, limit int) ([]bridge.Event, error) {
+	var out []bridge.Event
+	err := s.read(func() error {
+		var all []*bridge.Event
+		for id, row := range s.runs {
+			if row.run.SessionID != session || row.run.Principal != principal || session == "" {
+				continue
+			}
+			evs := s.events[id]
+			for i := range evs {
+				if after.Before(evs[i].Pos()) {
+					all = append(all, &evs[i])
+				}
+			}
+		}
+		slices.SortFunc(all, func(a, b *bridge.Event) int {
+			return cmp.Or(cmp.Compare(a.SessionSeq, b.SessionSeq), cmp.Compare(a.Seq, b.Seq))
+		})
+		for _, e := range all {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			out = append(out, cloneEvent(e))
 		}
 		return nil
 	})
@@ -590,7 +652,7 @@ func (s *Store) InterruptRunning(_ context.Context, reason string, now time.Time
 			}
 			seq := max(r.LastSeq, s.lastEvent(r.ID)) + 1
 			e := bridge.Event{RunID: r.ID, Seq: seq, Time: now, Kind: bridge.KindFinal, Source: bridge.SourceBridge,
-				Final: &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason}}
+				Final: &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason}, SessionSeq: s.nextSessionSeq(r)}
 			s.events[r.ID] = append(s.events[r.ID], cloneEvent(&e))
 			r.Status, r.Reason, r.Finished, r.LastSeq = bridge.StatusInterrupted, reason, utc(now), seq
 			ids = append(ids, r.ID)
@@ -627,7 +689,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.sessions, s.runs, s.events, s.messages, s.ids, s.resps, s.recs = nil, nil, nil, nil, nil, nil, nil
+	s.sessions, s.runs, s.events, s.messages, s.ids, s.resps, s.recs, s.seqs = nil, nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 

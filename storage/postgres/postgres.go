@@ -562,19 +562,46 @@ type querier interface {
 }
 
 // eventsSQL inserts the events of its arrays ($1-$6) if every run of $7
-// (their runs, each once) exists, and notifies those runs' followers on
-// channel $8: one statement, so a batch of nothing but events is one
-// round trip, atomic with no transaction around it. It answers how many
-// events it inserted (0 when a run is missing). Events have no foreign
-// key to runs (migration 0008): its check, a trigger per row, cost half a
-// batch's time; runs are never deleted, so the check here suffices.
-const eventsSQL = `WITH ins AS (
-		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[])
-		WHERE (SELECT count(*) FROM runs WHERE id = ANY($7::text[])) = cardinality($7::text[])
+// (their runs, each once, in the order of their first event) exists,
+// numbers them in their sessions' commit order, and notifies those runs'
+// followers on channel $8: one statement, so a batch of nothing but events
+// is one round trip, atomic with no transaction around it. Each run of a
+// session takes the session's next number (session_seqs, whose rows it
+// updates in one order, (principal, id), so two batches that touch the
+// same sessions cannot deadlock; a row stays locked until the statement's
+// transaction commits, so a session's numbers are committed in order). It
+// answers how many events it inserted (0 when a run is missing), how many
+// runs it notified, and the numbered runs with their numbers. Events have
+// no foreign key to runs (migration 0008): its check, a trigger per row,
+// cost half a batch's time; runs are never deleted, so the check here
+// suffices.
+const eventsSQL = `WITH batch AS (
+		SELECT b.id, b.i, r.principal, r.session_id
+		FROM unnest($7::text[]) WITH ORDINALITY AS b(id, i) JOIN runs r ON r.id = b.id),
+	ok AS (SELECT count(*) = cardinality($7::text[]) AS ok FROM batch),
+	numbered AS (
+		SELECT id, principal, session_id,
+			row_number() OVER (PARTITION BY principal, session_id ORDER BY i) AS k,
+			count(*) OVER (PARTITION BY principal, session_id) AS n
+		FROM batch WHERE session_id <> '' AND (SELECT ok FROM ok)),
+	counted AS (
+		INSERT INTO session_seqs (principal, session_id, last_seq)
+		SELECT DISTINCT ON (principal, session_id) principal, session_id, n FROM numbered ORDER BY principal, session_id
+		ON CONFLICT (principal, session_id) DO UPDATE SET last_seq = session_seqs.last_seq + EXCLUDED.last_seq
+		RETURNING principal, session_id, last_seq),
+	run_sseq AS (
+		SELECT n.id, c.last_seq - n.n + n.k AS sseq FROM numbered n JOIN counted c USING (principal, session_id)),
+	ins AS (
+		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq)
+		SELECT e.run_id, e.seq, e.kind, e.payload, e.up, e.time, coalesce(rs.sseq, 0)
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS e(run_id, seq, kind, payload, up, time)
+		LEFT JOIN run_sseq rs ON rs.id = e.run_id
+		WHERE (SELECT ok FROM ok)
 		RETURNING 1),
 	note AS (SELECT pg_notify($8, r) FROM unnest($7::text[]) AS r WHERE EXISTS (SELECT 1 FROM ins))
-	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM note)`
+	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM note),
+		coalesce((SELECT array_agg(id ORDER BY id) FROM run_sseq), '{}'::text[]),
+		coalesce((SELECT array_agg(sseq ORDER BY id) FROM run_sseq), '{}'::bigint[])`
 
 // appendEvents inserts evs and notifies their runs' followers (delivered
 // when q's transaction commits), in one statement.
@@ -597,15 +624,19 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		if !slices.Contains(distinct, e.RunID) {
 			distinct = append(distinct, e.RunID)
 		}
-		e.RunID, e.Seq, e.Time = "", 0, time.Time{} // the columns hold them
+		e.RunID, e.Seq, e.Time, e.SessionSeq = "", 0, time.Time{}, 0 // the columns hold them
 		p, err := json.Marshal(&e)
 		if err != nil {
 			return fmt.Errorf("append event run=%s seq=%d: encode: %w", runs[i], seqs[i], err)
 		}
 		payloads[i] = string(p)
 	}
-	var inserted, notified int64
-	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel).Scan(&inserted, &notified)
+	var (
+		inserted, notified int64
+		numbered           []string // the runs of a session, and their numbers
+		numbers            []int64
+	)
+	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel).Scan(&inserted, &notified, &numbered, &numbers)
 	switch {
 	case pgCode(err) == uniqueViolation:
 		return bridge.Errorf(bridge.CodeConflict, "append events run=%s seq=%d..: already committed", runs[0], seqs[0])
@@ -613,6 +644,11 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		return fmt.Errorf("append events run=%s seq=%d..: %w", runs[0], seqs[0], err)
 	case inserted != int64(len(evs)):
 		return bridge.Errorf(bridge.CodeNotFound, "append events run=%s seq=%d..: run not found", runs[0], seqs[0])
+	}
+	for i := range evs {
+		if k := slices.Index(numbered, evs[i].RunID); k >= 0 && k < len(numbers) {
+			evs[i].SessionSeq = numbers[k]
+		}
 	}
 	return nil
 }
@@ -703,29 +739,13 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := s.db().Query(ctx, `SELECT seq, payload, time FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+	rows, err := s.db().Query(ctx, `SELECT run_id, seq, sseq, payload, time FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 		run, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
 	}
-	defer rows.Close()
-	var evs []bridge.Event
-	for rows.Next() {
-		var (
-			seq, t  int64
-			payload []byte
-		)
-		if err := rows.Scan(&seq, &payload, &t); err != nil {
-			return nil, fmt.Errorf("events run=%s: %w", run, err)
-		}
-		var e bridge.Event
-		if err := json.Unmarshal(payload, &e); err != nil {
-			return nil, fmt.Errorf("events run=%s seq=%d: decode: %w", run, seq, err)
-		}
-		e.RunID, e.Seq, e.Time = run, seq, fromUnixNano(t)
-		evs = append(evs, e)
-	}
-	if err := rows.Err(); err != nil {
+	evs, err := scanEvents(rows)
+	if err != nil {
 		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
 	}
 	return evs, nil
@@ -942,12 +962,17 @@ func (s *Store) interrupt(ctx context.Context, reason string, now time.Time, pic
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, o := range runs {
-			e := bridge.Event{RunID: o.id, Seq: o.last + 1, Time: now, Kind: bridge.KindFinal, Source: bridge.SourceBridge,
+		finals := make([]bridge.Event, len(runs))
+		for i, o := range runs {
+			finals[i] = bridge.Event{RunID: o.id, Seq: o.last + 1, Time: now, Kind: bridge.KindFinal, Source: bridge.SourceBridge,
 				Final: &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason}}
-			if err := appendEvents(ctx, tx, []bridge.Event{e}); err != nil {
-				return err
-			}
+		}
+		// One statement for all: it numbers their sessions in one order.
+		if err := appendEvents(ctx, tx, finals); err != nil {
+			return err
+		}
+		for i, o := range runs {
+			e := finals[i]
 			if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, finished = $3, last_seq = $4 WHERE id = $5`,
 				string(bridge.StatusInterrupted), reason, unixNano(now), e.Seq, o.id); err != nil {
 				return err

@@ -117,7 +117,7 @@ func (s *Store) appendEvent(ctx context.Context, st *sql.Stmt, e *bridge.Event) 
 	}
 	p := s.buf.Bytes()
 	p = p[:len(p)-1] // Encode's newline
-	_, err := st.ExecContext(ctx, e.RunID, e.Seq, string(e.Kind), p, e.UpstreamID, unixNano(e.Time))
+	_, err := st.ExecContext(ctx, e.RunID, e.Seq, string(e.Kind), p, e.UpstreamID, unixNano(e.Time), e.SessionSeq)
 	if err != nil {
 		switch constraint(err) {
 		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
@@ -131,12 +131,12 @@ func (s *Store) appendEvent(ctx context.Context, st *sql.Stmt, e *bridge.Event) 
 }
 
 // payloadOf is what an event's payload column holds: the event without its
-// run id, seq and time, which have columns of their own (Events sets them
+// run id, seq, time and SessionSeq, which have columns of their own (Events sets them
 // from those). A third of a delta's bytes, and the time's formatting. It
 // uses the scratch state of s, so it must run under wsem.
 func (s *Store) payloadOf(e *bridge.Event) *bridge.Event {
 	s.payload = *e
-	s.payload.RunID, s.payload.Seq, s.payload.Time = "", 0, time.Time{}
+	s.payload.RunID, s.payload.Seq, s.payload.Time, s.payload.SessionSeq = "", 0, time.Time{}, 0
 	return &s.payload
 }
 
@@ -158,7 +158,7 @@ func (s *Store) appendEvents(ctx context.Context, many, one *sql.Stmt, evs []*br
 	args := s.args[:0]
 	start := 0
 	for i, e := range evs {
-		args = append(args, e.RunID, e.Seq, string(e.Kind), p[start:s.ends[i]], e.UpstreamID, unixNano(e.Time))
+		args = append(args, e.RunID, e.Seq, string(e.Kind), p[start:s.ends[i]], e.UpstreamID, unixNano(e.Time), e.SessionSeq)
 		start = s.ends[i] + 1
 	}
 	_, err := many.ExecContext(ctx, args...)
@@ -211,6 +211,9 @@ func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Ev
 		}
 		s.byRun[id] = append(s.byRun[id], &evs[i])
 	}
+	if err := s.number(ctx, sctx, tx, created); err != nil {
+		return err
+	}
 	last := tx.StmtContext(ctx, s.lastEvent)
 	s.singles = s.singles[:0]
 	packSt := tx.StmtContext(ctx, s.insertPack)
@@ -256,6 +259,55 @@ func (s *Store) appendAll(ctx, sctx context.Context, tx *sql.Tx, evs []bridge.Ev
 		}
 	}
 	return nil
+}
+
+// number gives each run of the batch (s.runOrder, its events in s.byRun)
+// the next SessionSeq of its session, on each of its events. It runs under
+// wsem.
+func (s *Store) number(ctx, sctx context.Context, tx *sql.Tx, created []*bridge.Run) error {
+	next := tx.StmtContext(ctx, s.nextSSeq)
+	for _, id := range s.runOrder {
+		k, err := s.sessionKeyOf(sctx, tx, id, created)
+		if err != nil {
+			return err
+		}
+		var n int64
+		if k.id != "" {
+			if err := next.QueryRowContext(sctx, k.principal, k.id).Scan(&n); err != nil {
+				return fmt.Errorf("number the events of run %s: %w", id, err)
+			}
+		}
+		for _, e := range s.byRun[id] {
+			e.SessionSeq = n
+		}
+	}
+	return nil
+}
+
+// sessionKeyOf is run's session; a run of no session has none. An unknown
+// run has none either (its events then fail the batch with CodeNotFound).
+func (s *Store) sessionKeyOf(ctx context.Context, tx *sql.Tx, run string, created []*bridge.Run) (sessionKey, error) {
+	if k, ok := s.sessionOf[run]; ok {
+		return k, nil
+	}
+	for _, r := range created {
+		if r.ID == run {
+			return sessionKey{r.Principal, r.SessionID}, nil
+		}
+	}
+	var k sessionKey
+	err := tx.QueryRowContext(ctx, `SELECT principal, session_id FROM runs WHERE id = ?`, run).Scan(&k.principal, &k.id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessionKey{}, nil
+	}
+	if err != nil {
+		return sessionKey{}, fmt.Errorf("append events run=%s: %w", run, err)
+	}
+	if len(s.sessionOf) > 1<<16 {
+		clear(s.sessionOf) // a bound; lookups refill it
+	}
+	s.sessionOf[run] = k
+	return k, nil
 }
 
 // checkNew fails with CodeConflict when an event of run (one run's events,
@@ -359,7 +411,7 @@ func (s *Store) appendPack(ctx context.Context, st *sql.Stmt, run []*bridge.Even
 		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
 	}
 	s.buf.WriteByte(']')
-	_, err := st.ExecContext(ctx, first.RunID, first.Seq, s.buf.Bytes(), unixNano(first.Time), last.Seq)
+	_, err := st.ExecContext(ctx, first.RunID, first.Seq, s.buf.Bytes(), unixNano(first.Time), last.Seq, first.SessionSeq)
 	if err != nil {
 		switch constraint(err) {
 		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
@@ -418,44 +470,102 @@ func (s *Store) Events(ctx context.Context, run string, after int64, limit int) 
 	var evs []bridge.Event
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		// From the row that holds seq after+1 (a pack may begin before it).
-		rows, err := tx.QueryContext(ctx, `SELECT seq, last, time, payload FROM events
+		rows, err := tx.QueryContext(ctx, `SELECT run_id, seq, last, time, sseq, payload FROM events
 			WHERE run_id = ?1 AND seq >= coalesce((SELECT seq FROM events
 				WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1), 0)
 			ORDER BY seq`, run, after+1)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() && (limit <= 0 || len(evs) < limit) {
-			var (
-				seq, last, t int64
-				payload      sql.RawBytes
-			)
-			if err := rows.Scan(&seq, &last, &t, &payload); err != nil {
-				return err
-			}
-			if last > seq {
-				if evs, err = unpack(evs, run, seq, last, payload, after, limit); err != nil {
-					return err
-				}
-				continue
-			}
-			if seq <= after {
-				continue
-			}
-			evs = append(evs, bridge.Event{})
-			e := &evs[len(evs)-1]
-			if err := json.Unmarshal(payload, e); err != nil {
-				return fmt.Errorf("decode seq=%d: %w", seq, err)
-			}
-			e.RunID, e.Seq, e.Time = run, seq, fromUnixNano(t)
-		}
-		return rows.Err()
+		evs, err = scanEvents(rows, evs, func(string, int64) int64 { return after }, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("events run=%s after=%d: %w", run, after, err)
 	}
 	return evs, nil
+}
+
+// scanEvents appends to evs the events of rows (run_id, seq, last, time,
+// sseq, payload, in the order to give them) after the seq after gives for
+// a row's run and sseq, up to limit in all, and closes rows.
+func scanEvents(rows *sql.Rows, evs []bridge.Event, after func(run string, sseq int64) int64, limit int) ([]bridge.Event, error) {
+	defer rows.Close()
+	for rows.Next() && (limit <= 0 || len(evs) < limit) {
+		var (
+			run                string
+			seq, last, t, sseq int64
+			payload            sql.RawBytes
+		)
+		if err := rows.Scan(&run, &seq, &last, &t, &sseq, &payload); err != nil {
+			return evs, err
+		}
+		from := after(run, sseq)
+		if last > seq {
+			n := len(evs)
+			var err error
+			if evs, err = unpack(evs, run, seq, last, payload, from, limit); err != nil {
+				return evs, err
+			}
+			for i := n; i < len(evs); i++ {
+				evs[i].SessionSeq = sseq
+			}
+			continue
+		}
+		if seq <= from {
+			continue
+		}
+		evs = append(evs, bridge.Event{})
+		e := &evs[len(evs)-1]
+		if err := json.Unmarshal(payload, e); err != nil {
+			return evs, fmt.Errorf("decode seq=%d: %w", seq, err)
+		}
+		e.RunID, e.Seq, e.Time, e.SessionSeq = run, seq, fromUnixNano(t), sseq
+	}
+	return evs, rows.Err()
+}
+
+// SessionEvents returns the events of principal's runs of session after
+// the position after, in commit order (SessionSeq, then seq). Each run's
+// events from after.SessionSeq on are one seek of events_by_sseq.
+func (s *Store) SessionEvents(ctx context.Context, principal, session string, after bridge.SessionPos, limit int) ([]bridge.Event, error) {
+	var evs []bridge.Event
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT e.run_id, e.seq, e.last, e.time, e.sseq, e.payload
+			FROM runs r JOIN events e ON e.run_id = r.id
+			WHERE r.session_id = ?1 AND r.principal = ?2 AND ?1 <> '' AND e.sseq >= ?3
+			ORDER BY e.sseq, e.seq`, session, principal, after.SessionSeq)
+		if err != nil {
+			return err
+		}
+		evs, err = scanEvents(rows, evs, func(_ string, sseq int64) int64 {
+			if sseq == after.SessionSeq {
+				return after.Seq
+			}
+			return 0
+		}, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session events session=%s after=%d/%d: %w", session, after.SessionSeq, after.Seq, err)
+	}
+	return evs, nil
+}
+
+// SessionSeq is the number of the session's last commit.
+func (s *Store) SessionSeq(ctx context.Context, principal, session string) (int64, error) {
+	var n int64
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM session_seqs WHERE principal = ? AND session_id = ?`, principal, session).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("session seq session=%s: %w", session, err)
+	}
+	return n, nil
 }
 
 // unpack appends the events of a pack row (seqs first through last) with
@@ -536,16 +646,18 @@ func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string,
 	type open struct {
 		id      string
 		lastSeq int64
+		session sessionKey
 	}
 	var runs []open
-	rows, err := tx.QueryContext(ctx, `SELECT r.id, max(r.last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = r.id ORDER BY seq DESC LIMIT 1), 0))
+	rows, err := tx.QueryContext(ctx, `SELECT r.id, max(r.last_seq, coalesce((SELECT max(seq, last) FROM events WHERE run_id = r.id ORDER BY seq DESC LIMIT 1), 0)),
+		r.principal, r.session_id
 		FROM runs r WHERE r.status = ? ORDER BY r.created, r.rowid`, string(bridge.StatusRunning))
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var o open
-		if err := rows.Scan(&o.id, &o.lastSeq); err != nil {
+		if err := rows.Scan(&o.id, &o.lastSeq, &o.session.principal, &o.session.id); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -560,15 +672,23 @@ func (s *Store) interruptRunning(ctx context.Context, tx *sql.Tx, reason string,
 	}
 
 	ins := tx.StmtContext(ctx, s.insertEvent)
+	next := tx.StmtContext(ctx, s.nextSSeq)
 	ids := make([]string, 0, len(runs))
 	for _, o := range runs {
+		var sseq int64
+		if o.session.id != "" {
+			if err := next.QueryRowContext(ctx, o.session.principal, o.session.id).Scan(&sseq); err != nil {
+				return nil, fmt.Errorf("number the final event of run %s: %w", o.id, err)
+			}
+		}
 		e := bridge.Event{
-			RunID:  o.id,
-			Seq:    o.lastSeq + 1,
-			Time:   now,
-			Kind:   bridge.KindFinal,
-			Source: bridge.SourceBridge,
-			Final:  &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason},
+			SessionSeq: sseq,
+			RunID:      o.id,
+			Seq:        o.lastSeq + 1,
+			Time:       now,
+			Kind:       bridge.KindFinal,
+			Source:     bridge.SourceBridge,
+			Final:      &bridge.Final{Status: bridge.StatusInterrupted, Reason: reason},
 		}
 		if err := s.appendEvent(ctx, ins, &e); err != nil {
 			return nil, err

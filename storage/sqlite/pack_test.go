@@ -25,7 +25,7 @@ func TestPlainText(t *testing.T) {
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
 		switch f.Name {
-		case "RunID", "Seq", "Time", "Text": // columns of their own, and the text itself
+		case "RunID", "Seq", "Time", "SessionSeq", "Text": // columns of their own, and the text itself
 			continue
 		}
 		ev := base

@@ -83,6 +83,7 @@ type Store struct {
 	insertRun     *sql.Stmt
 	insertSession *sql.Stmt
 	insertMessage *sql.Stmt
+	nextSSeq      *sql.Stmt // a session's next SessionSeq
 
 	// Scratch state of Commit, reused across batches (guarded by wsem).
 	buf     bytes.Buffer
@@ -98,11 +99,18 @@ type Store struct {
 	newEnds  []runEnd                   // the batch's last seq of each run
 	created  []string                   // the runs the batch creates
 
+	// sessionOf is the session (principal, id) of runs this process
+	// wrote events of: it never changes, so a batch looks it up once.
+	sessionOf map[string]sessionKey
+
 	// runEnds is the last seq committed of runs this process writes while
 	// they run: a batch that goes on after it cannot hold a stored event,
 	// so it needs no probe for one. Only committed state is in it.
 	runEnds map[string]int64
 }
+
+// sessionKey names a session: its principal's, of its id.
+type sessionKey struct{ principal, id string }
 
 type runEnd struct {
 	run string
@@ -129,7 +137,8 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		opt.ReadConns = max(4, runtime.NumCPU())
 	}
 
-	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1), byRun: make(map[string][]*bridge.Event), runEnds: make(map[string]int64)}
+	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1), byRun: make(map[string][]*bridge.Event), runEnds: make(map[string]int64),
+		sessionOf: make(map[string]sessionKey)}
 	s.enc = json.NewEncoder(&s.buf)
 	s.enc.SetEscapeHTML(false)
 
@@ -329,14 +338,16 @@ func (s *Store) init(ctx context.Context) error {
 			*dst, err = s.w.PrepareContext(ctx, query)
 		}
 	}
-	prepare(&s.insertEvent, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time)
-		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)`)
-	prepare(&s.insertPack, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last)
-		VALUES (?, ?, 'pack', CAST(? AS TEXT), '', ?, ?)`)
+	prepare(&s.insertEvent, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq)
+		VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?)`)
+	prepare(&s.insertPack, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, last, sseq)
+		VALUES (?, ?, 'pack', CAST(? AS TEXT), '', ?, ?, ?)`)
 	prepare(&s.lastEvent, `SELECT seq, max(seq, last) FROM events WHERE run_id = ? AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`)
-	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time) VALUES `+
-		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?)`)
+	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq) VALUES `+
+		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?)`)
+	prepare(&s.nextSSeq, `INSERT INTO session_seqs (principal, session_id, last_seq) VALUES (?, ?, 1)
+		ON CONFLICT (principal, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
 		finished = ?, first_commit = coalesce(nullif(first_commit, 0), ?), first_byte = coalesce(nullif(first_byte, 0), ?),
@@ -370,7 +381,7 @@ func (s *Store) close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.setTiming, s.insertRun, s.insertSession, s.insertMessage} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.setTiming, s.insertRun, s.insertSession, s.insertMessage, s.nextSSeq} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -126,7 +126,7 @@ func TestMigrationsReopen(t *testing.T) {
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
-		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}}
+		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}, {13, "0013_session_seq.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -643,5 +643,68 @@ func TestMigrationResponses(t *testing.T) {
 	}
 	if v, err := s.RemoteID(ctx, bridge.IDToolCall, "up", "call_1"); err != nil || v != "call_up_1" {
 		t.Errorf("another id mapping after the migration: %q, %v", v, err)
+	}
+}
+
+// TestMigrationSessionSeq: the events stored before 0013 get one number
+// per run, a session's runs in the order they were created, and the
+// session's next commit goes on after them.
+func TestMigrationSessionSeq(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s := MustOpen(t, path, sqlite.Options{})
+	if err := s.CreateSession(ctx, &bridge.Session{ID: "sess_1", Principal: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := bridgetest.T0
+	for i, id := range []string{"run_b", "run_a", "run_c"} { // created in this order
+		r := &bridge.Run{ID: id, SessionID: "sess_1", Principal: "alice", Status: bridge.StatusRunning, Created: t0.Add(time.Duration(i) * time.Second)}
+		if id == "run_c" {
+			r.SessionID = "" // a run of no session
+		}
+		if err := s.CreateRun(ctx, r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Interleaved commits, which the old schema did not number.
+	for _, b := range [][]bridge.Event{bridgetest.TextDeltas("run_a", 1, 3), bridgetest.TextDeltas("run_b", 1, 2),
+		bridgetest.TextDeltas("run_a", 4, 1), bridgetest.TextDeltas("run_c", 1, 1)} {
+		if err := s.Commit(ctx, &bridge.Batch{Events: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, path)
+	for _, q := range []string{`DROP INDEX events_by_sseq`, `ALTER TABLE events DROP COLUMN sseq`, `DROP TABLE session_seqs`,
+		`DELETE FROM schema_migrations WHERE version = 13`} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+
+	s = MustOpen(t, path, sqlite.Options{}) // applies 0013
+	if err := s.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_a", 5, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.SessionEvents(ctx, "alice", "sess_1", bridge.SessionPos{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%s@%d", e.ID(), e.SessionSeq))
+	}
+	want := []string{"run_b:1@1", "run_b:2@1", "run_a:1@2", "run_a:2@2", "run_a:3@2", "run_a:4@2", "run_a:5@3"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("SessionEvents after the migration (-want +got):\n%s", d)
+	}
+	if evs, err := s.Events(ctx, "run_c", 0, 0); err != nil || len(evs) != 1 || evs[0].SessionSeq != 0 {
+		t.Errorf("the run of no session: %+v, %v; want its event unnumbered", evs, err)
+	}
+	if n, err := s.SessionSeq(ctx, "alice", "sess_1"); err != nil || n != 3 {
+		t.Errorf("SessionSeq = %d, %v; want 3", n, err)
 	}
 }

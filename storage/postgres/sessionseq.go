@@ -1,0 +1,76 @@
+package postgres
+
+// A session's events in commit order: each commit numbers the events it
+// writes for one run with the next number of the run's session
+// (Event.SessionSeq, assigned by eventsSQL), in session_seqs, whose row
+// lock orders the commits of one session.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
+
+// SessionEvents returns the events of principal's runs of session after
+// the position after, in commit order (SessionSeq, then seq).
+func (s *Store) SessionEvents(ctx context.Context, principal, session string, after bridge.SessionPos, limit int) ([]bridge.Event, error) {
+	lim := int64(math.MaxInt64)
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	rows, err := s.db().Query(ctx, `SELECT e.run_id, e.seq, e.sseq, e.payload, e.time
+		FROM runs r JOIN events e ON e.run_id = r.id
+		WHERE r.session_id = $1 AND r.principal = $2 AND $1 <> ''
+			AND (e.sseq > $3 OR e.sseq = $3 AND e.seq > $4)
+		ORDER BY e.sseq, e.seq LIMIT $5`, session, principal, after.SessionSeq, after.Seq, lim)
+	if err != nil {
+		return nil, fmt.Errorf("session events session=%s: %w", session, err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("session events session=%s: %w", session, err)
+	}
+	return evs, nil
+}
+
+// scanEvents reads rows of (run_id, seq, sseq, payload, time).
+func scanEvents(rows pgx.Rows) ([]bridge.Event, error) {
+	defer rows.Close()
+	var evs []bridge.Event
+	for rows.Next() {
+		var (
+			run          string
+			seq, sseq, t int64
+			payload      []byte
+		)
+		if err := rows.Scan(&run, &seq, &sseq, &payload, &t); err != nil {
+			return nil, err
+		}
+		var e bridge.Event
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return nil, fmt.Errorf("run=%s seq=%d: decode: %w", run, seq, err)
+		}
+		e.RunID, e.Seq, e.SessionSeq, e.Time = run, seq, sseq, fromUnixNano(t)
+		evs = append(evs, e)
+	}
+	return evs, rows.Err()
+}
+
+// SessionSeq is the number of the session's last commit.
+func (s *Store) SessionSeq(ctx context.Context, principal, session string) (int64, error) {
+	var n int64
+	err := s.db().QueryRow(ctx, `SELECT last_seq FROM session_seqs WHERE principal = $1 AND session_id = $2`, principal, session).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session seq session=%s: %w", session, err)
+	}
+	return n, nil
+}
