@@ -57,12 +57,13 @@
 //     yielded, so the seams between store and window have no gap and no
 //     duplicate. History folds a running run's turn from the Store too.
 //   - Session channels (one per subscribed client, in its request's
-//     goroutine) take WatchSession's channel, list the session's runs
-//     (SessionRuns) and Subscribe to each in turn. Start closes the
-//     session's watch channel once a run's creation is committed, in the
-//     goroutine of the request that started it; the channel carries no
-//     events, so a channel that falls behind holds no memory of the
-//     engine's: it reads the store.
+//     goroutine) read the session's committed events in commit order
+//     (SessionEvents: the store numbers each commit's events per session,
+//     Event.SessionSeq) a page at a time, taking WatchSession's channel
+//     before each read. The writer closes a session's watch channel after
+//     each commit of its events (and Start once a run's creation is
+//     committed); the channel carries no events, so a channel that falls
+//     behind holds no memory of the engine's: it reads the store.
 //   - Callers of Steer and Abort run in their request's goroutine. A steer is
 //     queued like an event (a user_message, with the run's next seq) and
 //     acknowledged once committed; Abort cancels the run's context (and the

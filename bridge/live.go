@@ -54,6 +54,10 @@ type liveRun struct {
 	dropped bool // the run could not be created: nothing of it is stored
 
 	timing *timing // its first commit and first client byte (timing.go)
+
+	// watchKey names the run's session for its channels (wakeSession);
+	// set at creation, never changed.
+	watchKey string
 }
 
 // finishing reports whether the run has decided its outcome (its final
@@ -157,6 +161,8 @@ func newLiveRun(run *Run, prev []Event, window int, cancel context.CancelCauseFu
 		block:  min(window, liveBlock),
 		seq:    run.LastSeq,
 		base:   run.LastSeq,
+
+		watchKey: upstreamSession(run.Principal, run.SessionID),
 	}
 	if n := len(prev); n > 0 {
 		tail := prev[max(0, n-window):]
@@ -455,6 +461,9 @@ func (e *Engine) writer() {
 		}
 		for lr := range touched {
 			lr.publish(errs[lr])
+			if errs[lr] == nil {
+				e.wakeSession(lr.watchKey)
+			}
 			delete(touched, lr)
 		}
 		for _, p := range batch {
@@ -505,7 +514,13 @@ func (e *Engine) commit(b *Batch, batch []*pending) error {
 		b.Messages = append(b.Messages, p.msgs...)
 	}
 	b.Timings = e.takeLate(b.Timings[:0])
-	return e.store.Commit(context.Background(), b)
+	if err := e.store.Commit(context.Background(), b); err != nil {
+		return err
+	}
+	for i, p := range batch { // the store numbered them in their sessions' commit order
+		p.ev.SessionSeq = b.Events[i].SessionSeq
+	}
+	return nil
 }
 
 // isolate commits a failed batch again one run at a time, so a fault of one

@@ -221,6 +221,7 @@ func (e *Engine) abortWaiting(ctx context.Context, r *Run) (*Run, error) {
 		}
 		return nil, err
 	}
+	e.wakeSession(upstreamSession(r.Principal, r.SessionID))
 	return &run, nil
 }
 

@@ -8,12 +8,14 @@ import (
 	"slices"
 )
 
-// WatchSession returns a channel that is closed the next time a run of
-// session (the context's principal's) starts (its creation committed, so SessionRuns lists it) or a
-// run of it is continued. Take a fresh one after each wake, before listing
-// the session's runs, so a run that starts meanwhile is not missed. The channel
-// holds no events: a subscriber that falls behind reads them from the
-// store (Subscribe), so a slow channel costs no memory here.
+// WatchSession returns a channel that is closed the next time events of
+// the context's principal's session are committed, or a run of it starts
+// (its creation committed, so SessionRuns lists it) or is continued. Take a
+// fresh one before each read of the session's events (SessionEvents), so
+// a commit meanwhile is not missed. The channel holds no events: a
+// subscriber that falls behind reads them from the store, so a slow
+// channel costs no memory here. It sees this process's commits only: a
+// session channel over a store other processes write polls too.
 func (e *Engine) WatchSession(ctx context.Context, session string) <-chan struct{} {
 	k := upstreamSession(PrincipalFromContext(ctx), session)
 	e.mu.Lock()
@@ -29,16 +31,46 @@ func (e *Engine) WatchSession(ctx context.Context, session string) <-chan struct
 	return ch
 }
 
-// sessionStarted wakes the subscribers of principal's session.
-func (e *Engine) sessionStarted(principal, session string) {
-	k := upstreamSession(principal, session)
+// wakeSession wakes the subscribers of the session key names
+// (upstreamSession).
+func (e *Engine) wakeSession(key string) {
 	e.mu.Lock()
-	ch, ok := e.watches[k]
-	delete(e.watches, k)
+	ch, ok := e.watches[key]
+	delete(e.watches, key)
 	e.mu.Unlock()
 	if ok {
 		close(ch)
 	}
+}
+
+// SessionEvents returns up to limit committed events of the context's
+// principal's session after the position after, in commit order
+// (Store.SessionEvents). A session of another principal has none.
+func (e *Engine) SessionEvents(ctx context.Context, session string, after SessionPos, limit int) ([]Event, error) {
+	return e.store.SessionEvents(ctx, PrincipalFromContext(ctx), session, after, limit)
+}
+
+// SessionSeq is the SessionSeq of the last events committed of the
+// context's principal's session (0 before any).
+func (e *Engine) SessionSeq(ctx context.Context, session string) (int64, error) {
+	return e.store.SessionSeq(ctx, PrincipalFromContext(ctx), session)
+}
+
+// RunEvents returns up to limit committed events of a run of the
+// context's principal with seq > after (limit <= 0: all).
+func (e *Engine) RunEvents(ctx context.Context, runID string, after int64, limit int) ([]Event, error) {
+	if _, err := e.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	return e.store.Events(ctx, runID, after, limit)
+}
+
+// Shared reports whether other processes commit to the engine's store (a
+// store that signals their commits, Watcher): WatchSession does not see
+// their commits.
+func (e *Engine) Shared() bool {
+	_, ok := e.store.(Watcher)
+	return ok
 }
 
 // SessionRuns returns the runs of a session of the context's principal,

@@ -178,7 +178,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
 			Message: "the bridge cannot record new runs right now (storage unavailable)"}
 	}
-	e.sessionStarted(principal, snapshot.SessionID)
+	e.wakeSession(upstreamSession(snapshot.Principal, snapshot.SessionID))
 	if acc != nil && acc.Started != nil {
 		acc.Started(&snapshot)
 	}

@@ -2,13 +2,16 @@ package runs
 
 // The session channel (chatkit's subscribe): GET
 // /v1/sessions/{session}/events?format=... carries every run of the
-// session, one after another in the order they started, each as the
-// dialect's own frames between an explicit start and end frame.
+// session in commit order, each as the dialect's own frames between an
+// explicit start and end frame.
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,11 +75,21 @@ func (c *channels) close(principal, session string) {
 	}
 }
 
+// cursorKind says which frame a channel cursor names.
+type cursorKind int
+
+const (
+	cursorFrame cursorKind = iota // one of the run's own frames
+	cursorStart                   // <run>:<seq>.start: the run's start frame, before event seq+1
+	cursorEnd                     // <run>:<seq>.end: the run's end frame, after event seq (its final)
+)
+
 // channelCursor is where a channel resumes: in run, after cur (a frame id
 // of the run's own, or the seq its start or end frame names).
 type channelCursor struct {
-	run string
-	cur inbound.Cursor
+	run  string
+	cur  inbound.Cursor
+	kind cursorKind
 }
 
 // parseChannelCursor reads a channel's Last-Event-ID: one of the run's own
@@ -86,43 +99,40 @@ type channelCursor struct {
 func parseChannelCursor(c string) (channelCursor, bool) {
 	if i := strings.LastIndexByte(c, ':'); i > 0 {
 		tail := c[i+1:]
-		for _, suf := range []string{".start", ".end"} {
+		for kind, suf := range map[cursorKind]string{cursorStart: ".start", cursorEnd: ".end"} {
 			if n, ok := strings.CutSuffix(tail, suf); ok {
 				seq, err := strconv.ParseInt(n, 10, 64)
-				if err != nil || seq < 0 {
+				if err != nil || seq < 0 || kind == cursorEnd && seq == 0 {
 					return channelCursor{}, false
 				}
-				return channelCursor{run: c[:i], cur: inbound.Cursor{Seq: seq}}, true
+				return channelCursor{run: c[:i], cur: inbound.Cursor{Seq: seq}, kind: kind}, true
 			}
 		}
 	}
 	run, seq, frame, ok := bridge.ParseFrameID(c)
-	if !ok {
+	if !ok || seq <= 0 {
 		return channelCursor{}, false
 	}
 	return channelCursor{run: run, cur: inbound.Cursor{Seq: seq, Frame: frame}}, true
 }
 
-// runMark is what a channel has delivered of a run: its frames through
-// cur, and whether its start frame went out without its end frame yet.
-type runMark struct {
-	cur  inbound.Cursor
-	open bool
-}
-
 // sessionEvents serves the session channel over SSE (or, with an Upgrade:
 // websocket request, over a WebSocket: channel_ws.go).
 //
-// Each run the session starts after the channel opened (and each run
-// still running when it opened) arrives as a bridge.run.started frame, the run's
-// frames as its dialect renders them (inbound.Resume, so a channel renders
-// what the run's own stream did), and a bridge.run.ended frame. Runs come one
-// after another, in the order they started: a run that starts while
-// another is still running waits until that one ends. The ids are the
-// run's own frame ids and <run>:<seq>.start / .end, so Last-Event-ID
-// resumes across runs with no gap and no duplicate. A channel holds no
-// events of its own: what it has not sent yet it reads from the engine
-// (live) or the store.
+// The channel carries the session's events in commit order
+// (bridge.Engine.SessionEvents), each run's as its dialect renders them,
+// so the frames of runs that overlap interleave as their events were
+// committed. Each run (each stretch of it up to a final event: a run
+// continued with tool results has one per request) comes between a
+// bridge.run.started and a bridge.run.ended frame. The ids are the runs'
+// own frame ids and <run>:<seq>.start / .end; each locates a place in the
+// session's commit order, so Last-Event-ID resumes across runs with no gap
+// and no duplicate. Without a cursor the channel starts at the live edge:
+// with the runs still running (each from its start), then whatever is
+// committed next; ?from=start replays the session from its first event
+// (as far as the store keeps events). A channel holds no events of its
+// own: it reads them from the store, a page at a time, when the engine
+// says the session committed some.
 func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	d := h.format(w, r, "channel")
 	if d == nil {
@@ -140,7 +150,16 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		resume = &cc
 	}
-	wake := e.WatchSession(ctx, sid)
+	from := r.URL.Query().Get("from")
+	if from != "" && from != "start" {
+		d.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "from=%q: the channel starts at the live edge, after a cursor, or from=start", from))
+		return
+	}
+	edge, err := e.SessionSeq(ctx, sid) // before the runs are listed: a run listed after has its events after it
+	if err != nil {
+		d.WriteError(w, err)
+		return
+	}
 	runs, err := e.SessionRuns(ctx, sid)
 	if err != nil {
 		d.WriteError(w, err)
@@ -160,28 +179,39 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.chans.close(principal, sid)
 
-	// Where the channel starts: after the cursor's frame (the runs before
-	// its run are delivered), else at the live edge (a run still running
-	// is sent from its start; one that has ended is history's).
-	marks := map[string]*runMark{}
-	if resume != nil {
-		found := false
-		for _, run := range runs {
-			if run.ID == resume.run {
-				found = true
-				marks[run.ID] = &runMark{cur: resume.cur, open: true}
-				break
-			}
-			marks[run.ID] = &runMark{cur: inbound.Cursor{Seq: run.LastSeq}}
-		}
-		if !found {
+	c := &channel{e: e, d: d, sid: sid, open: map[string]*channelRun{}, resumed: resume != nil}
+	// Where the channel starts: after the cursor's frame, at the session's
+	// first event, or at the live edge (before the first event of the
+	// oldest stretch still running: a run still running is sent from its
+	// start; one that has ended is history's).
+	switch {
+	case resume != nil:
+		if !slices.ContainsFunc(runs, func(run *bridge.Run) bool { return run.ID == resume.run }) {
 			d.WriteError(w, bridge.Errorf(bridge.CodeInvalid, "cursor %q names no run of session %s", resume.run, sid))
 			return
 		}
-	} else {
+		ev, err := c.event(ctx, resume.run, resume.cur.Seq+b2i(resume.kind == cursorStart))
+		if err != nil {
+			d.WriteError(w, err)
+			return
+		}
+		c.pos = bridge.SessionPos{SessionSeq: ev.SessionSeq, Seq: resume.cur.Seq}
+	case from == "start":
+	default:
+		c.pos = bridge.SessionPos{SessionSeq: edge, Seq: math.MaxInt64}
 		for _, run := range runs {
 			if run.Status != bridge.StatusRunning {
-				marks[run.ID] = &runMark{cur: inbound.Cursor{Seq: run.LastSeq}}
+				continue
+			}
+			evs, err := e.RunEvents(ctx, run.ID, 0, 0)
+			if err != nil {
+				d.WriteError(w, err)
+				return
+			}
+			if seg := segment(evs, int64(len(evs))+1); len(seg) > 0 {
+				if p := (bridge.SessionPos{SessionSeq: seg[0].SessionSeq, Seq: seg[0].Seq - 1}); p.Before(c.pos) {
+					c.pos = p
+				}
 			}
 		}
 	}
@@ -198,75 +228,245 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	if out == nil {
 		return
 	}
+	c.out, c.r = out, r
+	defer c.closeAll()
+	if resume != nil && resume.kind != cursorEnd {
+		// The run the cursor is in goes on from there: the rest of the
+		// cursor's event first.
+		through := resume.cur.Seq
+		if !c.openRun(ctx, resume.run, through+b2i(resume.kind == cursorStart), through, resume.cur, false) {
+			return
+		}
+	}
 	keepAlive := h.cfg.ChannelKeepAlive
 	if keepAlive <= 0 {
 		keepAlive = DefaultChannelKeepAlive
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var poll <-chan time.Time
+	if e.Shared() { // other replicas' commits wake nothing here
+		t := time.NewTicker(channelPoll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
-		for _, run := range runs {
-			m := marks[run.ID]
-			if m == nil {
-				m = &runMark{}
-				marks[run.ID] = m
+		wake := e.WatchSession(ctx, sid)
+		for {
+			evs, err := e.SessionEvents(ctx, sid, c.pos, channelPage)
+			if err != nil {
+				return // a store fault: the client resumes from its last id
 			}
-			if run.Status != bridge.StatusRunning && run.LastSeq <= m.cur.Seq && !m.open {
-				continue
+			for _, ev := range evs {
+				if !c.deliver(ctx, ev) {
+					return
+				}
+				c.pos = ev.Pos()
 			}
-			if !h.sendRun(out, r, d, run, m) {
-				return
+			if len(evs) < channelPage {
+				break
 			}
 		}
 		select {
 		case <-wake:
+		case <-poll:
 		case <-tick.C:
 			if out.keepAlive() != nil {
 				return
 			}
-			continue
 		case <-ctx.Done():
 			return
-		}
-		wake = e.WatchSession(ctx, sid)
-		if runs, err = e.SessionRuns(ctx, sid); err != nil {
-			return // the session went away (or to another principal)
 		}
 	}
 }
 
-// sendRun writes run's frames after m, between its start and end frames,
-// until the run's stream ends; false when the channel is gone.
-func (h *Handler) sendRun(out *channelWriter, r *http.Request, d inbound.Dialect, run *bridge.Run, m *runMark) bool {
-	ctx := r.Context()
-	if !m.open {
-		if out.control(EventRunStarted, run.ID+":"+strconv.FormatInt(m.cur.Seq, 10)+".start", runInfo(run, "")) != nil {
+// A channel reads the store a page of events at a time; over a store other
+// replicas write, it reads it every channelPoll too.
+const (
+	channelPage = 256
+	channelPoll = time.Second
+)
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// channel is one client's session channel: where it is in the session's
+// commit order, and the runs it is in the middle of.
+type channel struct {
+	e       *bridge.Engine
+	d       inbound.Dialect
+	r       *http.Request
+	out     *channelWriter
+	sid     string
+	pos     bridge.SessionPos      // the last event delivered
+	open    map[string]*channelRun // runs whose start frame went and end frame did not
+	resumed bool                   // the channel resumes another's: it sent the start frames of the runs open at pos
+}
+
+// channelRun is a run the channel is in the middle of: its dialect's
+// encoder, fed one event at a time, so that the frames of the channel's
+// runs go out in the order of their events.
+type channelRun struct {
+	run   *bridge.Run
+	in    chan bridge.Event
+	done  chan struct{} // the encoder has written the event it was fed
+	ended chan struct{} // the encoder returned
+}
+
+// event is event seq of run, with its SessionSeq.
+func (c *channel) event(ctx context.Context, run string, seq int64) (bridge.Event, error) {
+	evs, err := c.e.RunEvents(ctx, run, seq-1, 1)
+	if err != nil {
+		return bridge.Event{}, err
+	}
+	if len(evs) == 0 || evs[0].Seq != seq {
+		return bridge.Event{}, bridge.Errorf(bridge.CodeInvalid, "run %s has no event %d (the cursor is of another channel, or its events have expired)", run, seq)
+	}
+	return evs[0], nil
+}
+
+// segment is the stretch of evs (a run's events from its first) that
+// event seq belongs to, as far as evs goes: from the event after the last
+// final before seq. A run continued with tool results has one stretch per
+// request, each rendered as a stream of its own.
+func segment(evs []bridge.Event, seq int64) []bridge.Event {
+	start := 0
+	for i, ev := range evs {
+		if ev.Seq >= seq {
+			break
+		}
+		if ev.Kind == bridge.KindFinal {
+			start = i + 1
+		}
+	}
+	return evs[start:]
+}
+
+// deliver sends ev as its run's frames, opening the run (its start frame,
+// its encoder) when the channel is not in the middle of it, and closing
+// it (its end frame) after its final event; false when the channel is
+// gone.
+func (c *channel) deliver(ctx context.Context, ev bridge.Event) bool {
+	cr := c.open[ev.RunID]
+	if cr == nil {
+		if !c.openRun(ctx, ev.RunID, ev.Seq, ev.Seq-1, inbound.Cursor{Seq: ev.Seq - 1}, true) {
 			return false
 		}
-		m.open = true
+		cr = c.open[ev.RunID]
 	}
-	snap, events, err := inbound.Resume(ctx, h.cfg.Engine, run.ID, m.cur)
-	if err != nil {
-		return ctx.Err() == nil && bridge.ErrorCode(err) == bridge.CodeNotFound
-	}
-	out.begin(run.ID)
-	d.ServeEvents(inbound.SkipFrames(out, m.cur), r, snap, events)
-	if ctx.Err() != nil || out.err != nil {
+	if !cr.feed(ev) {
 		return false
 	}
-	if c, ok := out.last(); ok {
-		m.cur = c
+	if ev.Kind == bridge.KindFinal {
+		return c.closeRun(cr, ev)
 	}
-	end, err := h.cfg.Engine.Run(ctx, run.ID)
-	if err != nil || end.Status == bridge.StatusRunning {
-		return err == nil // its stream ended early (a store fault): try again at the next wake
-	}
-	if end.LastSeq > m.cur.Seq {
-		m.cur = inbound.Cursor{Seq: end.LastSeq}
-	}
-	m.open = false
-	return out.control(EventRunEnded, run.ID+":"+strconv.FormatInt(m.cur.Seq, 10)+".end", runInfo(end, string(end.Status))) == nil
+	return true
 }
+
+// openRun starts the encoder of run for the stretch event seq belongs to,
+// and feeds it the stretch's events through through, whose frames up to
+// skip the client has (inbound.SkipFrames drops them): the encoder,
+// started fresh, renders the stretch as the run's own stream did. It
+// writes the start frame first when the stretch begins at seq, or when
+// mayStart and the channel did not send it before (a fresh channel that
+// joins a run in the middle). False when the channel is gone.
+func (c *channel) openRun(ctx context.Context, id string, seq, through int64, skip inbound.Cursor, mayStart bool) bool {
+	run, err := c.e.Run(ctx, id)
+	if err != nil {
+		return false
+	}
+	var prefix []bridge.Event
+	if through > 0 {
+		evs, err := c.e.RunEvents(ctx, id, 0, int(through))
+		if err != nil {
+			return false
+		}
+		prefix = segment(evs, seq)
+	}
+	if mayStart && (len(prefix) == 0 || !c.resumed) {
+		if c.out.control(EventRunStarted, id+":"+strconv.FormatInt(seq-1, 10)+".start", runInfo(run, "")) != nil {
+			return false
+		}
+	}
+	cr := &channelRun{run: run, in: make(chan bridge.Event), done: make(chan struct{}), ended: make(chan struct{})}
+	stream := func(yield func(bridge.Event, error) bool) {
+		for ev := range cr.in {
+			ok := yield(ev, nil)
+			cr.done <- struct{}{}
+			if !ok {
+				return
+			}
+		}
+	}
+	w := inbound.SkipFrames(&runWriter{c.out}, skip)
+	go func() {
+		defer close(cr.ended)
+		c.d.ServeEvents(w, c.r, run, stream)
+	}()
+	c.open[id] = cr
+	for _, ev := range prefix {
+		if !cr.feed(ev) {
+			return false
+		}
+		if ev.Kind == bridge.KindFinal { // the cursor's event ended the run
+			return c.closeRun(cr, ev)
+		}
+	}
+	return true
+}
+
+// feed hands ev to the run's encoder and waits until it has written its
+// frames; false when the encoder has stopped.
+func (cr *channelRun) feed(ev bridge.Event) bool {
+	select {
+	case cr.in <- ev:
+	case <-cr.ended:
+		return false
+	}
+	select {
+	case <-cr.done:
+		return true
+	case <-cr.ended:
+		return false
+	}
+}
+
+// closeRun ends the run's stream after its final event and writes its end
+// frame.
+func (c *channel) closeRun(cr *channelRun, final bridge.Event) bool {
+	close(cr.in)
+	<-cr.ended
+	delete(c.open, cr.run.ID)
+	end := *cr.run
+	status := string(bridge.StatusCompleted)
+	if final.Final != nil {
+		status, end.Reason = string(final.Final.Status), final.Final.Reason
+	}
+	return c.out.control(EventRunEnded, end.ID+":"+strconv.FormatInt(final.Seq, 10)+".end", runInfo(&end, status)) == nil
+}
+
+// closeAll stops the encoders of the runs the channel is in the middle
+// of, when it ends.
+func (c *channel) closeAll() {
+	for id, cr := range c.open {
+		close(cr.in)
+		<-cr.ended
+		delete(c.open, id)
+	}
+}
+
+// runWriter is a run's encoder's response: its frames go to the channel,
+// its headers and status nowhere (the channel's went first).
+type runWriter struct{ c *channelWriter }
+
+func (w *runWriter) Header() http.Header         { return http.Header{} }
+func (w *runWriter) WriteHeader(int)             {}
+func (w *runWriter) Write(p []byte) (int, error) { return w.c.Write(p) }
+func (w *runWriter) FlushError() error           { return w.c.FlushError() }
 
 // runInfo is the data of a start or end frame.
 func runInfo(run *bridge.Run, status string) []byte {
@@ -284,18 +484,13 @@ func runInfo(run *bridge.Run, status string) []byte {
 	return b
 }
 
-// channelWriter is the channel's response: the dialect's encoder writes
-// each run's frames into it as into a response of its own (its headers and
-// status go nowhere; the channel's went first), and it remembers the last
-// frame id it passed on, for the run's end frame.
+// channelWriter is the channel's response; the runs' encoders write their
+// frames to it (runWriter), one after another.
 type channelWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	scratch http.Header
-	mu      sync.Mutex // the keep-alive and the frames
-	run     string
-	lastID  string
-	err     error
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	mu  sync.Mutex // the keep-alives, the frames
+	err error
 }
 
 func newChannelWriter(w http.ResponseWriter, r *http.Request) *channelWriter {
@@ -312,26 +507,7 @@ func newChannelWriter(w http.ResponseWriter, r *http.Request) *channelWriter {
 	return cw
 }
 
-// begin starts a run's frames: a fresh header for its encoder.
-func (c *channelWriter) begin(run string) {
-	c.run, c.lastID, c.scratch = run, "", http.Header{}
-}
-
-func (c *channelWriter) Header() http.Header {
-	if c.scratch == nil {
-		c.scratch = http.Header{}
-	}
-	return c.scratch
-}
-
-func (c *channelWriter) WriteHeader(int) {}
-
 func (c *channelWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(p, []byte("\n")) {
-		if id, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
-			c.lastID = string(id)
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -347,14 +523,6 @@ func (c *channelWriter) FlushError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rc.Flush()
-}
-
-// last is the cursor of the last frame of the run passed on.
-func (c *channelWriter) last() (inbound.Cursor, bool) {
-	if c.lastID == "" {
-		return inbound.Cursor{}, false
-	}
-	return inbound.ParseCursor(c.run, c.lastID)
 }
 
 // control writes one of the channel's own frames.
