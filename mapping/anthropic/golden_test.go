@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -67,23 +66,6 @@ func validate(t testing.TB, sse []byte, c anthropictest.Check) *anthropictest.Su
 	return sum
 }
 
-// message is what an Accumulator makes of events, indented: the message,
-// or "status N" and the error body.
-func message(t testing.TB, events []bridge.Event) []byte {
-	acc := NewAccumulator(goldenOptions)
-	for i := range events {
-		acc.Add(&events[i])
-	}
-	body, err := acc.Response()
-	var head []byte
-	if err != nil {
-		var status int
-		status, body = EncodeError(bridge.AsError(err))
-		head = fmt.Appendf(nil, "status %d\n", status)
-	}
-	return append(head, golden.Indent(t, body)...)
-}
-
 // TestGoldenStreams runs testdata/stream_*.txtar. With an upstream.sse
 // section, it is decoded (DecodeStream) and compared with events.jsonl;
 // without one, events.jsonl is the input (events from another dialect's
@@ -98,7 +80,7 @@ func TestGoldenStreams(t *testing.T) {
 		sse, dropped := encodeEvents(t, events, goldenOptions)
 		a.Check(t, "want.sse", sse)
 		validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true, Messages: a.Flag("continued")})
-		a.Check(t, "message.json", message(t, events))
+		a.Check(t, "message.json", golden.Accumulated(t, NewAccumulator(goldenOptions), events, EncodeError))
 		a.CheckDropped(t, dropped)
 	}, "stream_*.txtar")
 }

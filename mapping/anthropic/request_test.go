@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -31,34 +29,9 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if count {
 				decode, encode = DecodeCountTokens, EncodeCountTokens
 			}
-			req, err := decode(body)
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			if len(req.Dropped) > 0 {
-				t.Errorf("dropped %v", req.Dropped)
-			}
-			out, dropped, err := encode(req)
-			if err != nil {
-				t.Fatalf("encode: %v", err)
-			}
-			if len(dropped) > 0 {
-				t.Errorf("encode dropped %v", dropped)
-			}
-			again, err := decode(out)
-			if err != nil {
-				t.Fatalf("decode(encode): %v\n%s", err, out)
-			}
-			if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
-				t.Errorf("round trip (-first +second):\n%s", diff)
-			}
-			var orig, enc map[string]any
-			if err := json.Unmarshal(body, &orig); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(out, &enc); err != nil {
-				t.Fatal(err)
-			}
+			out := golden.SDKRoundTrip(t, body, decode, encode, withoutStream)
+			m := golden.JSONObjects(t, body, out)
+			orig, enc := m[0], m[1]
 			delete(orig, "stream")
 			delete(enc, "stream")
 			if diff := cmp.Diff(orig, enc); diff != "" {
@@ -98,13 +71,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tt.body))
-			var be *bridge.Error
-			if !errors.As(err, &be) {
-				t.Fatalf("err = %v (%T), want a *bridge.Error", err, err)
-			}
-			if be.Code != tt.code || !strings.Contains(be.Message, tt.want) {
-				t.Errorf("err = %s: %q, want %s containing %q", be.Code, be.Message, tt.code, tt.want)
-			}
+			golden.WantError(t, err, tt.code, tt.want)
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -64,60 +63,52 @@ func blocksOf(t *testing.T, content []sdk.ContentBlockUnion) []sdkBlock {
 // stop reason, usage), and error events surface as SDK errors of the same
 // type.
 func TestSDKReadsEncodedStreams(t *testing.T) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			sse, _ := a.File("want.sse")
-			jl, _ := a.File("events.jsonl")
-			events := golden.ParseEvents(t, jl)
-			got, err := sdkStream(t, sse)
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		sse, _ := a.File("want.sse")
+		jl, _ := a.File("events.jsonl")
+		events := golden.ParseEvents(t, jl)
+		got, err := sdkStream(t, sse)
 
-			ours := NewAccumulator(goldenOptions)
-			for i := range events {
-				ours.Add(&events[i])
+		body, oerr := golden.Accumulate(NewAccumulator(goldenOptions), events)
+		if oerr != nil {
+			var ae *sdk.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("the SDK saw %v (%T); our Accumulator: %v", err, err, oerr)
 			}
-			body, oerr := ours.Response()
-			if oerr != nil {
-				var ae *sdk.Error
-				if !errors.As(err, &ae) {
-					t.Fatalf("the SDK saw %v (%T); our Accumulator: %v", err, err, oerr)
-				}
-				_, eb := EncodeError(bridge.AsError(oerr))
-				var env struct {
-					Error struct{ Type, Message string }
-				}
-				_ = json.Unmarshal(eb, &env)
-				if ae.Type() != sdkErrorType(env.Error.Type) {
-					t.Errorf("SDK error type %q, ours %q", ae.Type(), env.Error.Type)
-				}
-				return
+			_, eb := EncodeError(bridge.AsError(oerr))
+			var env struct {
+				Error struct{ Type, Message string }
 			}
-			if err != nil {
-				t.Fatalf("SDK: %v", err)
+			_ = json.Unmarshal(eb, &env)
+			if ae.Type() != sdkErrorType(env.Error.Type) {
+				t.Errorf("SDK error type %q, ours %q", ae.Type(), env.Error.Type)
 			}
-			var want sdk.Message
-			if err := json.Unmarshal(body, &want); err != nil {
-				t.Fatal(err)
-			}
-			if a.Flag("continued") {
-				// The SDK keeps the last message of a multi-turn replay; ours
-				// holds every turn's blocks.
-				return
-			}
-			if diff := cmp.Diff(blocksOf(t, want.Content), blocksOf(t, got.Content)); diff != "" {
-				t.Errorf("content (-ours +SDK):\n%s", diff)
-			}
-			if got.StopReason != want.StopReason || got.ID != "msg_test" || got.Model != "claude-test" {
-				t.Errorf("SDK stop_reason %q id %q model %q; ours %q", got.StopReason, got.ID, got.Model, want.StopReason)
-			}
-			if got.Usage.InputTokens != want.Usage.InputTokens || got.Usage.OutputTokens != want.Usage.OutputTokens ||
-				got.Usage.CacheReadInputTokens != want.Usage.CacheReadInputTokens ||
-				got.Usage.CacheCreationInputTokens != want.Usage.CacheCreationInputTokens {
-				t.Errorf("usage: SDK %+v, ours %+v", got.Usage, want.Usage)
-			}
-		})
-	}
+			return
+		}
+		if err != nil {
+			t.Fatalf("SDK: %v", err)
+		}
+		var want sdk.Message
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatal(err)
+		}
+		if a.Flag("continued") {
+			// The SDK keeps the last message of a multi-turn replay; ours
+			// holds every turn's blocks.
+			return
+		}
+		if diff := cmp.Diff(blocksOf(t, want.Content), blocksOf(t, got.Content)); diff != "" {
+			t.Errorf("content (-ours +SDK):\n%s", diff)
+		}
+		if got.StopReason != want.StopReason || got.ID != "msg_test" || got.Model != "claude-test" {
+			t.Errorf("SDK stop_reason %q id %q model %q; ours %q", got.StopReason, got.ID, got.Model, want.StopReason)
+		}
+		if got.Usage.InputTokens != want.Usage.InputTokens || got.Usage.OutputTokens != want.Usage.OutputTokens ||
+			got.Usage.CacheReadInputTokens != want.Usage.CacheReadInputTokens ||
+			got.Usage.CacheCreationInputTokens != want.Usage.CacheCreationInputTokens {
+			t.Errorf("usage: SDK %+v, ours %+v", got.Usage, want.Usage)
+		}
+	}, "stream_*.txtar")
 }
 
 func sdkErrorType(s string) sdk.ErrorType { return sdk.ErrorType(s) }

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -45,26 +44,9 @@ func TestGoldenStreams(t *testing.T) {
 		events := a.Events(t, DecodeStream)
 		sse, dropped := encodeEvents(t, events, goldenOptions)
 		a.Check(t, "want.sse", sse)
-		a.Check(t, "completion.json", completion(t, events))
+		a.Check(t, "completion.json", golden.Accumulated(t, NewAccumulator(goldenOptions), events, EncodeError))
 		a.CheckDropped(t, dropped)
 	}, "stream_*.txtar")
-}
-
-// completion is what an Accumulator makes of events, indented: the
-// chat.completion, or "status N" and the error body.
-func completion(t testing.TB, events []bridge.Event) []byte {
-	acc := NewAccumulator(goldenOptions)
-	for i := range events {
-		acc.Add(&events[i])
-	}
-	body, err := acc.Response()
-	var head []byte
-	if err != nil {
-		var status int
-		status, body = EncodeError(bridge.AsError(err))
-		head = fmt.Appendf(nil, "status %d\n", status)
-	}
-	return append(head, golden.Indent(t, body)...)
 }
 
 // TestGoldenRequests runs testdata/request_*.txtar. With a request.json

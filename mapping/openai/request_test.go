@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -28,35 +27,9 @@ func corpusBodies(tb testing.TB) map[string][]byte {
 func TestCorpusRoundTrip(t *testing.T) {
 	for name, body := range corpusBodies(t) {
 		t.Run(name, func(t *testing.T) {
-			req, err := DecodeRequest(body)
-			if err != nil {
-				t.Fatalf("DecodeRequest: %v", err)
-			}
-			if len(req.Dropped) > 0 {
-				t.Errorf("dropped %v", req.Dropped)
-			}
-			out, dropped, err := EncodeRequest(req)
-			if err != nil {
-				t.Fatalf("EncodeRequest: %v", err)
-			}
-			if len(dropped) > 0 {
-				t.Errorf("EncodeRequest dropped %v", dropped)
-			}
-			again, err := DecodeRequest(out)
-			if err != nil {
-				t.Fatalf("DecodeRequest(EncodeRequest): %v\n%s", err, out)
-			}
-			if diff := cmp.Diff(withoutStream(req), withoutStream(again)); diff != "" {
-				t.Errorf("round trip (-first +second):\n%s", diff)
-			}
-
-			var orig, enc map[string]any
-			if err := json.Unmarshal(body, &orig); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(out, &enc); err != nil {
-				t.Fatal(err)
-			}
+			out := golden.SDKRoundTrip(t, body, DecodeRequest, EncodeRequest, withoutStream)
+			m := golden.JSONObjects(t, body, out)
+			orig, enc := m[0], m[1]
 			for k, v := range orig {
 				if k == "stream" || k == "stream_options" {
 					continue
@@ -171,16 +144,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; got %+v", req)
 			}
-			var be *bridge.Error
-			if !errors.As(err, &be) {
-				t.Fatalf("error %T is not a *bridge.Error", err)
-			}
-			if be.Code != tt.code {
-				t.Errorf("code = %s, want %s (%v)", be.Code, tt.code, be)
-			}
-			if !strings.Contains(be.Message, tt.msg) {
-				t.Errorf("message %q does not contain %q", be.Message, tt.msg)
-			}
+			golden.WantError(t, err, tt.code, tt.msg)
 		})
 	}
 }

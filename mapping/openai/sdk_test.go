@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -38,58 +37,50 @@ func sdkStream(t *testing.T, sse []byte) (sdk.ChatCompletionAccumulator, error) 
 // the accumulated message matches what our Accumulator builds, and error
 // frames surface as SDK errors.
 func TestSDKReadsEncodedStreams(t *testing.T) {
-	files, _ := filepath.Glob("testdata/stream_*.txtar")
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			a := golden.Read(t, path)
-			sse, _ := a.File("want.sse")
-			jl, _ := a.File("events.jsonl")
-			events := golden.ParseEvents(t, jl)
-			acc, err := sdkStream(t, sse)
+	golden.Run(t, func(t *testing.T, a *golden.Archive) {
+		sse, _ := a.File("want.sse")
+		jl, _ := a.File("events.jsonl")
+		events := golden.ParseEvents(t, jl)
+		acc, err := sdkStream(t, sse)
 
-			ours := NewAccumulator(goldenOptions)
-			for i := range events {
-				ours.Add(&events[i])
+		body, oerr := golden.Accumulate(NewAccumulator(goldenOptions), events)
+		if oerr != nil {
+			if err == nil {
+				t.Fatalf("the SDK saw no error; our Accumulator: %v", oerr)
 			}
-			body, oerr := ours.Response()
-			if oerr != nil {
-				if err == nil {
-					t.Fatalf("the SDK saw no error; our Accumulator: %v", oerr)
-				}
-				return
+			return
+		}
+		if err != nil {
+			t.Fatalf("SDK: %v", err)
+		}
+		var want sdk.ChatCompletion
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Choices) != 1 {
+			t.Fatalf("SDK saw %d choices", len(acc.Choices))
+		}
+		got, w := acc.Choices[0], want.Choices[0]
+		if got.Message.Content != w.Message.Content || got.Message.Refusal != w.Message.Refusal || got.FinishReason != w.FinishReason {
+			t.Errorf("SDK message %q/%q/%s, ours %q/%q/%s", got.Message.Content, got.Message.Refusal, got.FinishReason,
+				w.Message.Content, w.Message.Refusal, w.FinishReason)
+		}
+		if len(got.Message.ToolCalls) != len(w.Message.ToolCalls) {
+			t.Fatalf("SDK tool calls %d, ours %d", len(got.Message.ToolCalls), len(w.Message.ToolCalls))
+		}
+		for i := range got.Message.ToolCalls {
+			g, o := got.Message.ToolCalls[i], w.Message.ToolCalls[i]
+			if g.ID != o.ID || g.Function.Name != o.Function.Name || g.Function.Arguments != o.Function.Arguments {
+				t.Errorf("tool call %d: SDK %+v, ours %+v", i, g.Function, o.Function)
 			}
-			if err != nil {
-				t.Fatalf("SDK: %v", err)
-			}
-			var want sdk.ChatCompletion
-			if err := json.Unmarshal(body, &want); err != nil {
-				t.Fatal(err)
-			}
-			if len(acc.Choices) != 1 {
-				t.Fatalf("SDK saw %d choices", len(acc.Choices))
-			}
-			got, w := acc.Choices[0], want.Choices[0]
-			if got.Message.Content != w.Message.Content || got.Message.Refusal != w.Message.Refusal || got.FinishReason != w.FinishReason {
-				t.Errorf("SDK message %q/%q/%s, ours %q/%q/%s", got.Message.Content, got.Message.Refusal, got.FinishReason,
-					w.Message.Content, w.Message.Refusal, w.FinishReason)
-			}
-			if len(got.Message.ToolCalls) != len(w.Message.ToolCalls) {
-				t.Fatalf("SDK tool calls %d, ours %d", len(got.Message.ToolCalls), len(w.Message.ToolCalls))
-			}
-			for i := range got.Message.ToolCalls {
-				g, o := got.Message.ToolCalls[i], w.Message.ToolCalls[i]
-				if g.ID != o.ID || g.Function.Name != o.Function.Name || g.Function.Arguments != o.Function.Arguments {
-					t.Errorf("tool call %d: SDK %+v, ours %+v", i, g.Function, o.Function)
-				}
-			}
-			if acc.Usage.TotalTokens != want.Usage.TotalTokens || acc.Usage.PromptTokens != want.Usage.PromptTokens {
-				t.Errorf("usage: SDK %+v, ours %+v", acc.Usage, want.Usage)
-			}
-			if acc.ID != "chatcmpl-test" || acc.Model != "gpt-test" {
-				t.Errorf("id/model %q %q", acc.ID, acc.Model)
-			}
-		})
-	}
+		}
+		if acc.Usage.TotalTokens != want.Usage.TotalTokens || acc.Usage.PromptTokens != want.Usage.PromptTokens {
+			t.Errorf("usage: SDK %+v, ours %+v", acc.Usage, want.Usage)
+		}
+		if acc.ID != "chatcmpl-test" || acc.Model != "gpt-test" {
+			t.Errorf("id/model %q %q", acc.ID, acc.Model)
+		}
+	}, "stream_*.txtar")
 }
 
 // TestSDKReadsEncodedRequests: the SDK's request type reads what

@@ -1,11 +1,11 @@
 package responses
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 )
 
 // TestDecodeRequestErrors: bad input is a *bridge.Error with the right
@@ -47,13 +47,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tt.body))
-			var be *bridge.Error
-			if !errors.As(err, &be) {
-				t.Fatalf("error %T %v, want a *bridge.Error", err, err)
-			}
-			if be.Code != tt.code || !strings.Contains(be.Message, tt.msg) {
-				t.Errorf("error %s %q, want %s containing %q", be.Code, be.Message, tt.code, tt.msg)
-			}
+			golden.WantError(t, err, tt.code, tt.msg)
 		})
 	}
 }

@@ -2,9 +2,11 @@ package golden
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -109,4 +111,54 @@ func Drain(t testing.TB, s bridge.Stream) (events []bridge.Event, failed *bridge
 		events = append(events, ev)
 	}
 	return events, failed
+}
+
+// WantError holds that err is a *bridge.Error of code whose message holds
+// msg.
+func WantError(t testing.TB, err error, code bridge.Code, msg string) {
+	t.Helper()
+	var be *bridge.Error
+	if !errors.As(err, &be) {
+		t.Fatalf("error %T %v, want a *bridge.Error", err, err)
+	}
+	if be.Code != code || !strings.Contains(be.Message, msg) {
+		t.Errorf("error %s %q, want %s containing %q", be.Code, be.Message, code, msg)
+	}
+}
+
+// SDKRoundTrip holds what a request an official SDK sent must pass: it
+// decodes and encodes with nothing dropped, and what the encoder made
+// decodes back to the same request (norm clears what the encoder always
+// sets). It returns the encoded body, for the caller to compare its keys
+// with the SDK's.
+func SDKRoundTrip(t testing.TB, body []byte, decode func([]byte) (*bridge.Request, error), encode func(*bridge.Request) ([]byte, []string, error), norm func(*bridge.Request) *bridge.Request) []byte {
+	t.Helper()
+	req, err := decode(body)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if len(req.Dropped) > 0 {
+		t.Errorf("dropped %v", req.Dropped)
+	}
+	out, dropped, err := encode(req)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	if len(dropped) > 0 {
+		t.Errorf("encode dropped %v", dropped)
+	}
+	RoundTrip(t, req, out, decode, norm)
+	return out
+}
+
+// JSONObjects unmarshals JSON objects, failing t on one that is not.
+func JSONObjects(t testing.TB, bodies ...[]byte) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, len(bodies))
+	for i, b := range bodies {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -298,4 +299,33 @@ func RoundTrip(t testing.TB, req *bridge.Request, body []byte, decode func([]byt
 	if diff := cmp.Diff(norm(req), norm(again)); diff != "" {
 		t.Errorf("round trip mismatch (-first +second):\n%s", diff)
 	}
+}
+
+// Accumulator folds a run's events into one non-streaming response (the
+// openai and anthropic Accumulators).
+type Accumulator interface {
+	Add(ev *bridge.Event)
+	Response() ([]byte, error)
+}
+
+// Accumulate folds events into acc and returns its response.
+func Accumulate(acc Accumulator, events []bridge.Event) ([]byte, error) {
+	for i := range events {
+		acc.Add(&events[i])
+	}
+	return acc.Response()
+}
+
+// Accumulated is what acc makes of events, indented: the response, or
+// "status N" and the error body encodeError renders for a run that failed.
+func Accumulated(t testing.TB, acc Accumulator, events []bridge.Event, encodeError func(*bridge.Error) (int, []byte)) []byte {
+	t.Helper()
+	body, err := Accumulate(acc, events)
+	var head []byte
+	if err != nil {
+		var status int
+		status, body = encodeError(bridge.AsError(err))
+		head = fmt.Appendf(nil, "status %d\n", status)
+	}
+	return append(head, Indent(t, body)...)
 }
