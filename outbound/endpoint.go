@@ -85,15 +85,7 @@ func resumeEndpoint(ctx context.Context, req any) (any, error) {
 // middlewares, as Open does.
 func (w *wrapped) WrapResumer(r bridge.Resumer) bridge.Resumer {
 	return bridge.ResumeFunc(func(ctx context.Context, req *bridge.Request, run *bridge.Run, events []bridge.Event) (*bridge.Call, error) {
-		resp, err := w.resumeEP(context.WithValue(ctx, resumeKey{}, &resumeArgs{r: r, run: run, events: events}), req)
-		if err != nil {
-			return nil, err
-		}
-		call, ok := resp.(*bridge.Call)
-		if !ok {
-			return nil, fmt.Errorf("outbound: response is %T, not *bridge.Call", resp)
-		}
-		return call, nil
+		return callEndpoint(context.WithValue(ctx, resumeKey{}, &resumeArgs{r: r, run: run, events: events}), w.resumeEP, req)
 	})
 }
 
@@ -110,7 +102,13 @@ func (w *wrapped) Admit() error {
 func (w *wrapped) Unwrap() bridge.Upstream { return w.Upstream }
 
 func (w *wrapped) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
-	resp, err := w.ep(ctx, req)
+	return callEndpoint(ctx, w.ep, req)
+}
+
+// callEndpoint sends req through ep, an endpoint made by Endpoint (and
+// wrapped), and returns its call.
+func callEndpoint(ctx context.Context, ep endpoint.Endpoint, req *bridge.Request) (*bridge.Call, error) {
+	resp, err := ep(ctx, req)
 	if err != nil {
 		return nil, err
 	}
