@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/anthropic/anthropictest"
@@ -31,35 +30,11 @@ func sseOf(evs []anthropictest.Event) string {
 // string cannot carry half a character.
 func TestToolArgumentReassembly(t *testing.T) {
 	const args = `{"city":"Paris","units":"metric","note":"a \"quoted\" ü"}`
-	for i := 0; i <= len(args); i++ {
-		if i < len(args) && !utf8.RuneStart(args[i]) {
-			continue
-		}
+	stream := func(a, b string) string {
 		ev := &anthropictest.Events{ID: "msg_1", Model: "m"}
-		ev.Start(5, 0, 0).ToolUse("toolu_1", "f", args[:i], args[i:]).Delta("tool_use", 9).Stop()
-		events, err := golden.Collect(t, DecodeStream(strings.NewReader(sseOf(ev.List()))))
-		if err != nil {
-			t.Fatalf("split %d: %v", i, err)
-		}
-		var done *bridge.ToolCall
-		var deltas strings.Builder
-		for _, e := range events {
-			switch e.Kind {
-			case bridge.KindToolCallDone:
-				done = e.ToolCall
-			case bridge.KindToolCallDelta:
-				if e.ToolCall.Arguments == "" {
-					t.Errorf("split %d: empty argument delta", i)
-				}
-				deltas.WriteString(e.ToolCall.Arguments)
-			}
-		}
-		if done == nil || done.Arguments != args || done.ID != "toolu_1" || done.Name != "f" {
-			t.Fatalf("split %d: done = %+v, want arguments %q", i, done, args)
-		}
-		if deltas.String() != args {
-			t.Errorf("split %d: deltas %q", i, deltas.String())
-		}
+		return sseOf(ev.Start(5, 0, 0).ToolUse("toolu_1", "f", a, b).Delta("tool_use", 9).Stop().List())
+	}
+	golden.ToolSplits(t, args, "toolu_1", "f", DecodeStream, stream, func(i int, events []bridge.Event) {
 		sse, _ := encodeEvents(t, events, goldenOptions)
 		sum := validate(t, sse, anthropictest.Check{RunID: goldenRun, IDs: true, Complete: true})
 		if len(sum.ToolCalls) != 1 || sum.ToolCalls[0].Input != args {
@@ -69,7 +44,7 @@ func TestToolArgumentReassembly(t *testing.T) {
 		if err != nil || len(msg.Content) != 1 || string(msg.Content[0].Input) != args {
 			t.Errorf("split %d: the SDK accumulated %+v (%v)", i, msg.Content, err)
 		}
-	}
+	})
 }
 
 func TestDecodeStreamEdges(t *testing.T) {

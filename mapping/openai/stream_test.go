@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fastjson"
@@ -52,35 +51,8 @@ func toolStream(t testing.TB, fragments ...string) string {
 // half a character.
 func TestToolArgumentReassembly(t *testing.T) {
 	const args = `{"city":"Paris","units":"metric","note":"a \"quoted\" ü"}`
-	for i := 0; i <= len(args); i++ {
-		if !utf8.RuneStart(args[i%len(args)]) && i < len(args) {
-			continue
-		}
-		up := toolStream(t, args[:i], args[i:])
-		events, err := golden.Collect(t, DecodeStream(strings.NewReader(up)))
-		if err != nil {
-			t.Fatalf("split %d: %v", i, err)
-		}
-		var done *bridge.ToolCall
-		var deltas strings.Builder
-		for _, ev := range events {
-			switch ev.Kind {
-			case bridge.KindToolCallDone:
-				done = ev.ToolCall
-			case bridge.KindToolCallDelta:
-				if ev.ToolCall.Arguments == "" {
-					t.Errorf("split %d: empty argument delta", i)
-				}
-				deltas.WriteString(ev.ToolCall.Arguments)
-			}
-		}
-		if done == nil || done.Arguments != args || done.ID != "call_1" || done.Name != "f" {
-			t.Fatalf("split %d: done = %+v, want arguments %q", i, done, args)
-		}
-		if deltas.String() != args {
-			t.Errorf("split %d: deltas %q", i, deltas.String())
-		}
-
+	stream := func(a, b string) string { return toolStream(t, a, b) }
+	golden.ToolSplits(t, args, "call_1", "f", DecodeStream, stream, func(i int, events []bridge.Event) {
 		sse, _ := encodeEvents(t, events, goldenOptions)
 		frames := parseFrames(t, sse)
 		var got strings.Builder
@@ -93,11 +65,7 @@ func TestToolArgumentReassembly(t *testing.T) {
 			t.Errorf("split %d: re-encoded fragments give %q", i, got.String())
 		}
 
-		acc := NewAccumulator(goldenOptions)
-		for i := range events {
-			acc.Add(&events[i])
-		}
-		body, err := acc.Response()
+		body, err := golden.Accumulate(NewAccumulator(goldenOptions), events)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +82,7 @@ func TestToolArgumentReassembly(t *testing.T) {
 		if a := resp.Choices[0].Message.ToolCalls[0].Function.Arguments; a != args {
 			t.Errorf("split %d: accumulated %q", i, a)
 		}
-	}
+	})
 }
 
 // frame is one SSE event of an encoded stream.

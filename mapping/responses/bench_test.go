@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridge-dev/bridge/mapping/internal/golden"
 	"github.com/bridge-dev/bridge/mapping/responses/responsestest"
 )
 
@@ -26,14 +27,5 @@ func BenchmarkDecodeStream(b *testing.B) {
 		}
 		sb.WriteString("event: " + head.Type + "\ndata: " + data + "\n\n")
 	}
-	sse := sb.String()
-	b.SetBytes(int64(len(sse)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, err := range DecodeStream(strings.NewReader(sse)) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	golden.BenchDecode(b, DecodeStream, sb.String())
 }

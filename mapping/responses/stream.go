@@ -119,18 +119,10 @@ func DecodeStream(r io.Reader) bridge.Stream {
 func DecodeMessages(next func() ([]byte, error)) bridge.Stream {
 	return func(yield func(bridge.Event, error) bool) {
 		d := streamDecoder{Emitter: wire.NewEmitter(yield)}
-		for !d.Stopped() && !d.finished {
+		d.Run(func() (wire.SSEEvent, error) {
 			b, err := next()
-			if err == io.EOF {
-				d.End()
-				return
-			}
-			if err != nil {
-				d.Fail(err)
-				return
-			}
-			d.event("", b)
-		}
+			return wire.SSEEvent{Data: b}, err
+		}, false, &d)
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
@@ -161,4 +163,75 @@ func JSONObjects(t testing.TB, bodies ...[]byte) []map[string]any {
 		}
 	}
 	return out
+}
+
+// ToolSplits checks that a decoder reassembles a tool call's arguments
+// however the upstream splits them: for every split of args in two at a
+// rune boundary (a JSON string cannot carry half a character), stream
+// renders an upstream stream of one call id(name) sending the two
+// fragments, and its events must hold args whole in the tool_call_done and
+// exactly, in non-empty pieces, across the deltas. check gets each split's
+// events for the dialect's own checks (re-encoding them).
+func ToolSplits(t *testing.T, args, id, name string, decode func(io.Reader) bridge.Stream, stream func(a, b string) string, check func(split int, events []bridge.Event)) {
+	t.Helper()
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) && !utf8.RuneStart(args[i]) {
+			continue
+		}
+		events, err := Collect(t, decode(strings.NewReader(stream(args[:i], args[i:]))))
+		if err != nil {
+			t.Fatalf("split %d: %v", i, err)
+		}
+		var done *bridge.ToolCall
+		var deltas strings.Builder
+		for _, e := range events {
+			switch e.Kind {
+			case bridge.KindToolCallDone:
+				done = e.ToolCall
+			case bridge.KindToolCallDelta:
+				if e.ToolCall.Arguments == "" {
+					t.Errorf("split %d: empty argument delta", i)
+				}
+				deltas.WriteString(e.ToolCall.Arguments)
+			}
+		}
+		if done == nil || done.Arguments != args || done.ID != id || done.Name != name {
+			t.Fatalf("split %d: done = %+v, want arguments %q", i, done, args)
+		}
+		if deltas.String() != args {
+			t.Errorf("split %d: deltas %q", i, deltas.String())
+		}
+		check(i, events)
+	}
+}
+
+// BenchDecode measures decoding the upstream stream sse.
+func BenchDecode(b *testing.B, decode func(io.Reader) bridge.Stream, sse string) {
+	b.SetBytes(int64(len(sse)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range decode(strings.NewReader(sse)) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchEncodeText measures the hot path of a streamed answer: one text
+// delta of run in, one frame out, after the message started. It should not
+// allocate.
+func BenchEncodeText(b *testing.B, enc interface{ Encode(*bridge.Event) error }, run, text string) {
+	ev := bridge.Event{RunID: run, Seq: 1, Kind: bridge.KindMessageStarted, Source: bridge.SourceModel}
+	if err := enc.Encode(&ev); err != nil {
+		b.Fatal(err)
+	}
+	ev.Kind, ev.Text = bridge.KindTextDelta, text
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ev.Seq = int64(i + 2)
+		if err := enc.Encode(&ev); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

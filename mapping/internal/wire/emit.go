@@ -57,9 +57,13 @@ type SSEFrames interface {
 // or the events end: at the end of the body, or at a data: [DONE] when
 // done ends the stream (OpenAI's end marker), it calls f.End. A read
 // error fails the stream.
-func (e *Emitter) RunSSE(sr *SSEReader, done bool, f SSEFrames) {
+func (e *Emitter) RunSSE(sr *SSEReader, done bool, f SSEFrames) { e.Run(sr.Next, done, f) }
+
+// Run is RunSSE over any source of events: next returns them in turn,
+// io.EOF at their end (a WebSocket's messages, each one event's data).
+func (e *Emitter) Run(next func() (SSEEvent, error), done bool, f SSEFrames) {
 	for !e.stopped {
-		ev, err := sr.Next()
+		ev, err := next()
 		if err == io.EOF {
 			f.End()
 			return
