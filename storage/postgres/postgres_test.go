@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,87 @@ func TestMigrationResponses(t *testing.T) {
 	}
 	if v, err := s.RemoteID(ctx, bridge.IDToolCall, "up", "call_1"); err != nil || v != "call_up_1" {
 		t.Errorf("another id mapping after the migration: %q, %v", v, err)
+	}
+}
+
+// TestMigrationSessionsByPrincipal: 0007 (storage/sqlite's 0011) keeps the
+// sessions, their messages and the upstreams' id-map entries, now named
+// by principal and id; the anonymous principal's entries and the ADK
+// dialect's own stay as they were.
+func TestMigrationSessionsByPrincipal(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Schema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range names {
+		if strings.HasPrefix(filepath.Base(name), "0007_") {
+			break
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, $2, 1)`, v+1, filepath.Base(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO sessions (id, principal, created, updated) VALUES ('demo', 'alice', 1, 1), ('anon', '', 1, 1)`,
+		`INSERT INTO runs (id, session_id, principal, status, created) VALUES ('run_a', 'demo', 'alice', 'completed', 1), ('run_n', 'anon', '', 'completed', 2)`,
+		`INSERT INTO messages (session_id, run_id, role, payload, created) VALUES
+			('demo', 'run_a', 'user', '{"role":"user","parts":[{"type":"text","text":"alice says"}]}', 1),
+			('anon', 'run_n', 'user', '{"role":"user","parts":[{"type":"text","text":"anon says"}]}', 2)`,
+		`INSERT INTO id_map (kind, scope, local, remote) VALUES
+			('session', 'up', 'demo', 'ctx-alice'), ('session', 'adk', 'bridge-session:demo', 'adk-alice'),
+			('session', 'up', 'anon', 'ctx-anon'), ('session', 'adk-in:alice', 'demo', 'sess_x'), ('run', 'up', 'run_a', 'task-a')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Session(ctx, "alice", "demo"); err != nil {
+		t.Errorf("alice's session after the migration: %v", err)
+	}
+	if _, err := s.Session(ctx, "", "demo"); bridge.ErrorCode(err) != bridge.CodeNotFound {
+		t.Errorf("alice's session found without her principal: %v", err)
+	}
+	for _, c := range []struct{ principal, session, text string }{{"alice", "demo", "alice says"}, {"", "anon", "anon says"}} {
+		msgs, _, err := s.Messages(ctx, c.principal, c.session, 0, 0)
+		if err != nil || len(msgs) != 1 || msgs[0].Text() != c.text {
+			t.Errorf("messages of (%q, %s) after the migration: %+v, %v", c.principal, c.session, msgs, err)
+		}
+	}
+	for _, c := range []struct{ scope, local, want string }{
+		{"up", "alice\x1fdemo", "ctx-alice"}, {"adk", "bridge-session:alice\x1fdemo", "adk-alice"}, {"up", "anon", "ctx-anon"},
+		{"adk-in:alice", "demo", "sess_x"},
+	} {
+		if got, err := s.RemoteID(ctx, bridge.IDSession, c.scope, c.local); err != nil || got != c.want {
+			t.Errorf("id map (%s, %q) after the migration: %q, %v; want %q", c.scope, c.local, got, err, c.want)
+		}
+	}
+	if got, _ := s.RemoteID(ctx, bridge.IDSession, "up", "demo"); got != "" {
+		t.Errorf("the old name of alice's entry still maps: %q", got)
+	}
+	// Another principal may now have a session "demo" of its own.
+	if err := s.CreateSession(ctx, &bridge.Session{ID: "demo", Principal: "bob"}); err != nil {
+		t.Errorf("bob's demo after the migration: %v", err)
 	}
 }

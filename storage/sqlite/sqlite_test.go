@@ -708,3 +708,80 @@ func TestMigrationSessionSeq(t *testing.T) {
 		t.Errorf("SessionSeq = %d, %v; want 3", n, err)
 	}
 }
+
+// TestMigrationSessionsByPrincipal: 0011 keeps a database's sessions, their
+// messages and the upstreams' id-map entries, now named by principal and
+// id: a keyed principal's session is found with its principal (and its
+// messages with it), its upstream entries (plain and the ADK client's
+// "bridge-session:") move to principal U+001F id, and the anonymous
+// principal's entries and the ADK dialect's own (scope adk-in:...) stay.
+func TestMigrationSessionsByPrincipal(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range names {
+		if strings.HasPrefix(filepath.Base(name), "0011_") {
+			break
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, ?, 1)`, v+1, filepath.Base(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO sessions (id, principal, created, updated) VALUES ('demo', 'alice', 1, 1), ('anon', '', 1, 1)`,
+		`INSERT INTO runs (id, session_id, principal, status, created) VALUES ('run_a', 'demo', 'alice', 'completed', 1), ('run_n', 'anon', '', 'completed', 2)`,
+		`INSERT INTO messages (session_id, run_id, role, payload, fingerprint, created) VALUES
+			('demo', 'run_a', 'user', '{"role":"user","parts":[{"type":"text","text":"alice says"}]}', 'f1', 1),
+			('anon', 'run_n', 'user', '{"role":"user","parts":[{"type":"text","text":"anon says"}]}', 'f2', 2)`,
+		`INSERT INTO id_map (kind, scope, local, remote) VALUES
+			('session', 'up', 'demo', 'ctx-alice'), ('session', 'adk', 'bridge-session:demo', 'adk-alice'),
+			('session', 'up', 'anon', 'ctx-anon'), ('session', 'adk-in:alice', 'demo', 'sess_x'), ('run', 'up', 'run_a', 'task-a')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := MustOpen(t, path, sqlite.Options{}) // applies 0011
+	if _, err := s.Session(ctx, "alice", "demo"); err != nil {
+		t.Errorf("alice's session after the migration: %v", err)
+	}
+	if _, err := s.Session(ctx, "", "demo"); bridge.ErrorCode(err) != bridge.CodeNotFound {
+		t.Errorf("alice's session found without her principal: %v", err)
+	}
+	for _, c := range []struct{ principal, session, text string }{{"alice", "demo", "alice says"}, {"", "anon", "anon says"}} {
+		msgs, _, err := s.Messages(ctx, c.principal, c.session, 0, 0)
+		if err != nil || len(msgs) != 1 || msgs[0].Text() != c.text {
+			t.Errorf("messages of (%q, %s) after the migration: %+v, %v", c.principal, c.session, msgs, err)
+		}
+	}
+	for _, c := range []struct{ scope, local, want string }{
+		{"up", "alice\x1fdemo", "ctx-alice"}, {"adk", "bridge-session:alice\x1fdemo", "adk-alice"}, {"up", "anon", "ctx-anon"},
+		{"adk-in:alice", "demo", "sess_x"},
+	} {
+		if got, err := s.RemoteID(ctx, bridge.IDSession, c.scope, c.local); err != nil || got != c.want {
+			t.Errorf("id map (%s, %q) after the migration: %q, %v; want %q", c.scope, c.local, got, err, c.want)
+		}
+	}
+	if got, _ := s.RemoteID(ctx, bridge.IDSession, "up", "demo"); got != "" {
+		t.Errorf("the old name of alice's entry still maps: %q", got)
+	}
+	if got, err := s.RemoteID(ctx, bridge.IDRun, "up", "run_a"); err != nil || got != "task-a" {
+		t.Errorf("a run's entry after the migration: %q, %v", got, err)
+	}
+}
