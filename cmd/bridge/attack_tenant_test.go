@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,7 +295,7 @@ var crossIDFree = map[string]string{
 func TestAttackCrossPrincipal(t *testing.T) {
 	count := newTally(t)
 	cfg := defaultConfig()
-	cfg.EchoDelay = 5 * time.Millisecond
+	cfg.EchoDelay = 20 * time.Millisecond // key one's live run below lasts a minute
 	base, m := tenantBridge(t, cfg)
 	const secret = "zanzibar-quokka"
 
@@ -369,6 +370,16 @@ func TestAttackCrossPrincipal(t *testing.T) {
 		if len(probes) == 0 {
 			probes = []crossProbe{{body: "{}"}}
 		}
+		// Every route also gets the id headers that name a run: a request
+		// that starts a run may name one to replace, a stream one to resume.
+		for _, p := range slices.Clone(probes) {
+			h, v := "X-Replace-From", "{RUN}"
+			if method == "GET" {
+				h, v = "Last-Event-ID", "{RUN}:1"
+			}
+			p.header = append(slices.Clone(p.header), h, v)
+			probes = append(probes, p)
+		}
 		routes++
 		// The wildcards, by name; /v1/responses/{id} is a response id, an
 		// ADK {session} an ADK session.
@@ -405,7 +416,7 @@ func TestAttackCrossPrincipal(t *testing.T) {
 				fs, fb := crossSend(t, base, method, path, p, ids)
 				ns, nb := crossSend(t, base, method, path, p, never)
 				if fs != ns || crossMask(fb, ids) != crossMask(nb, never) {
-					t.Errorf("%s %s %s: key one's ids answer %d, ids no one made answer %d: %s", method, path, p.body, fs, ns, cmp.Diff(crossMask(fb, ids), crossMask(nb, never)))
+					t.Errorf("%s %s %s %v: key one's ids answer %d, ids no one made answer %d: %s", method, path, p.body, p.header, fs, ns, cmp.Diff(crossMask(fb, ids), crossMask(nb, never)))
 				}
 				statuses[fs]++
 				if strings.Contains(fb, secret) {
