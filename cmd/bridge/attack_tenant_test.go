@@ -415,6 +415,7 @@ func TestAttackCrossPrincipal(t *testing.T) {
 				tried++
 				fs, fb := crossSend(t, base, method, path, p, ids)
 				ns, nb := crossSend(t, base, method, path, p, never)
+				settle(t, base) // the runs the two started end before the next pair compares them
 				if fs != ns || crossMask(fb, ids) != crossMask(nb, never) {
 					t.Errorf("%s %s %s %v: key one's ids answer %d, ids no one made answer %d: %s", method, path, p.body, p.header, fs, ns, cmp.Diff(crossMask(fb, ids), crossMask(nb, never)))
 				}
@@ -486,6 +487,18 @@ func crossMask(body string, ids map[string]string) string {
 		body = strings.ReplaceAll(body, id, "<id>")
 	}
 	return masked(body, "")
+}
+
+// settle waits (bounded) until key two has no run going.
+func settle(t *testing.T, base string) {
+	t.Helper()
+	for range 500 {
+		if _, body := do(t, "GET", base+"/ui/api/runs?status=running", tenantTwo, ""); strings.Contains(body, `"runs":[]`) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("key two's runs never ended")
 }
 
 // waitFinished waits (bounded) until the caller's Hermes session's
