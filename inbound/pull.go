@@ -50,6 +50,25 @@ func (p *Pulled) Events(yield func(bridge.Event) bool) {
 	}
 }
 
+// Head pulls what a streaming handler holds back before it writes
+// anything: the events its client is not shown on their own (quiet
+// reports which), up to and with the first one it is. A run that failed
+// before that returns its failed final instead, for an ordinary error
+// answer. A read error ends it early (Failed).
+func (p *Pulled) Head(quiet func(bridge.Kind) bool) (held []bridge.Event, failed *bridge.Final) {
+	for ev := range p.Events {
+		if quiet(ev.Kind) {
+			held = append(held, ev)
+			continue
+		}
+		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
+			return held, ev.Final
+		}
+		return append(held, ev), nil
+	}
+	return held, nil
+}
+
 // Err is the read error that ended the stream, or nil.
 func (p *Pulled) Err() error { return p.err }
 

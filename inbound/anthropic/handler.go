@@ -146,19 +146,11 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions) {
 	p := inbound.Pull(events)
 	defer p.Stop()
-	var held []bridge.Event
-	for ev := range p.Events {
-		if ev.Kind == bridge.KindRunStarted || ev.Kind == bridge.KindUserMessage {
-			held = append(held, ev)
-			continue
-		}
-		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			inbound.SetDropped(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, ev.Final, nil))
-			h.WriteError(w, inbound.FinalError(ev.Final))
-			return
-		}
-		held = append(held, ev)
-		break
+	held, failed := p.Head(func(k bridge.Kind) bool { return k == bridge.KindRunStarted || k == bridge.KindUserMessage })
+	if failed != nil {
+		inbound.SetDropped(w.Header(), inbound.Dropped(r.Context(), h.cfg.Engine, h.cfg.Logger, run.ID, failed, nil))
+		h.WriteError(w, inbound.FinalError(failed))
+		return
 	}
 	if p.Failed(h.cfg.Logger, r, run) {
 		h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))

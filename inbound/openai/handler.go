@@ -140,18 +140,10 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, run *bridge.R
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run, events bridge.Stream, opt wire.StreamOptions, batch *inbound.Batch) {
 	p := inbound.Pull(events)
 	defer p.Stop()
-	var held []bridge.Event
-	for ev := range p.Events {
-		if ev.Kind == bridge.KindRunStarted {
-			held = append(held, ev)
-			continue
-		}
-		if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-			h.WriteError(w, inbound.FinalError(ev.Final))
-			return
-		}
-		held = append(held, ev)
-		break
+	held, failed := p.Head(func(k bridge.Kind) bool { return k == bridge.KindRunStarted })
+	if failed != nil {
+		h.WriteError(w, inbound.FinalError(failed))
+		return
 	}
 	if p.Failed(h.cfg.Logger, r, run) {
 		return

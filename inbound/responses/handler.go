@@ -531,18 +531,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *bridge.Run
 	defer p.Stop()
 	var held []bridge.Event
 	if hold {
-		for ev := range p.Events {
-			if ev.Kind == bridge.KindRunStarted {
-				held = append(held, ev)
-				continue
-			}
-			if ev.Kind == bridge.KindFinal && ev.Final != nil && ev.Final.Status == bridge.StatusFailed {
-				inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
-				h.WriteError(w, failure(ev.Final))
-				return
-			}
-			held = append(held, ev)
-			break
+		var failed *bridge.Final
+		held, failed = p.Head(func(k bridge.Kind) bool { return k == bridge.KindRunStarted })
+		if failed != nil {
+			inbound.SetDropped(w.Header(), h.dropped(r.Context(), run.ID, nil))
+			h.WriteError(w, failure(failed))
+			return
 		}
 		if p.Failed(h.cfg.Logger, r, run) {
 			h.WriteError(w, bridge.Errorf(bridge.CodeInternal, "the run's events could not be read"))
@@ -671,12 +665,22 @@ func (h *Handler) segmentAt(ctx context.Context, run *bridge.Run, cursor int64) 
 
 // ---- the stored-response endpoints -----------------------------------------
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	principal := bridge.PrincipalFromContext(ctx)
-	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
+// stored is the caller's stored response the path names, with the
+// caller; nil when there is none (answered).
+func (h *Handler) stored(w http.ResponseWriter, r *http.Request) (string, *record) {
+	principal := bridge.PrincipalFromContext(r.Context())
+	rec, err := h.rec.get(r.Context(), principal, r.PathValue("id"))
 	if err != nil {
 		h.WriteError(w, err)
+		return principal, nil
+	}
+	return principal, rec
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	principal, rec := h.stored(w, r)
+	if rec == nil {
 		return
 	}
 	q := r.URL.Query()
@@ -694,6 +698,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		h.restream(w, r, rec, after)
 		return
 	}
+	h.writeObject(ctx, w, principal, rec)
+}
+
+// writeObject answers with rec's Response object.
+func (h *Handler) writeObject(ctx context.Context, w http.ResponseWriter, principal string, rec *record) {
 	body, err := h.object(ctx, principal, rec)
 	if err != nil {
 		h.WriteError(w, err)
@@ -771,11 +780,8 @@ func (h *Handler) restream(w http.ResponseWriter, r *http.Request, rec *record, 
 }
 
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	principal := bridge.PrincipalFromContext(ctx)
-	rec, err := h.rec.get(ctx, principal, r.PathValue("id"))
-	if err != nil {
-		h.WriteError(w, err)
+	_, rec := h.stored(w, r)
+	if rec == nil {
 		return
 	}
 	q := r.URL.Query()
@@ -903,12 +909,7 @@ func (h *Handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		h.WriteError(w, err)
 		return
 	}
-	body, err := h.object(ctx, principal, rec)
-	if err != nil {
-		h.WriteError(w, err)
-		return
-	}
-	h.writeJSON(w, http.StatusOK, body)
+	h.writeObject(ctx, w, principal, rec)
 }
 
 // unsupported answers the endpoints the bridge does not serve (context
