@@ -122,29 +122,14 @@ var fromRPC = map[int]bridge.Code{
 	CodeVersionNotSupported:       bridge.CodeUnsupported,
 }
 
-// statusOf is the HTTP status of an error answered before a JSON-RPC
-// request was read (authentication, the run API); errors of a request go
-// in a JSON-RPC response, HTTP 200.
-var statusOf = map[bridge.Code]int{
-	bridge.CodeInvalid:          http.StatusBadRequest,
-	bridge.CodeUnauthenticated:  http.StatusUnauthorized,
-	bridge.CodePermissionDenied: http.StatusForbidden,
-	bridge.CodeNotFound:         http.StatusNotFound,
-	bridge.CodeConflict:         http.StatusConflict,
-	bridge.CodeTooLarge:         http.StatusRequestEntityTooLarge,
-	bridge.CodeRateLimited:      http.StatusTooManyRequests,
-	bridge.CodeUnsupported:      http.StatusNotImplemented,
-	bridge.CodeUpstream:         http.StatusBadGateway,
-	bridge.CodeUnavailable:      http.StatusServiceUnavailable,
-	bridge.CodeTimeout:          http.StatusGatewayTimeout,
-}
-
 // EncodeError renders err as the answer to a request no JSON-RPC request
-// was read from (hub -> wire): an HTTP status for its code and a JSON-RPC
-// error response with id null (RPCError's object, in 0.3's shape).
+// was read from (authentication, the run API; hub -> wire): an HTTP status
+// for its code (a cancel is 500: no A2A client knows 499) and a JSON-RPC
+// error response with id null (RPCError's object, in 0.3's shape). The
+// errors of a request go in a JSON-RPC response, HTTP 200.
 func EncodeError(err *bridge.Error) (status int, body []byte) {
-	status, ok := statusOf[err.Code]
-	if !ok {
+	status = wire.HTTPStatus(err.Code)
+	if err.Code == bridge.CodeCanceled {
 		status = http.StatusInternalServerError
 	}
 	return status, AppendError(nil, nil, RPCError(err), V03)
@@ -274,27 +259,11 @@ func retryAfterData(o object) time.Duration {
 
 // statusCode maps an HTTP status of an upstream's error to a bridge code.
 func statusCode(status int) bridge.Code {
-	switch {
-	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
-		return bridge.CodeInvalid
-	case status == http.StatusUnauthorized:
-		return bridge.CodeUnauthenticated
-	case status == http.StatusForbidden:
-		return bridge.CodePermissionDenied
-	case status == http.StatusNotFound:
-		return bridge.CodeNotFound
-	case status == http.StatusConflict:
-		return bridge.CodeConflict
-	case status == http.StatusRequestEntityTooLarge:
-		return bridge.CodeTooLarge
-	case status == http.StatusUnsupportedMediaType, status == http.StatusNotImplemented:
+	if c, ok := wire.CodeOfStatus(status); ok {
+		return c
+	}
+	if status == http.StatusUnsupportedMediaType {
 		return bridge.CodeUnsupported
-	case status == http.StatusTooManyRequests:
-		return bridge.CodeRateLimited
-	case status == http.StatusServiceUnavailable:
-		return bridge.CodeUnavailable
-	case status == http.StatusGatewayTimeout:
-		return bridge.CodeTimeout
 	}
 	return bridge.CodeUpstream
 }

@@ -10,59 +10,26 @@ import (
 	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
-// statusOf is the HTTP status the api_server answers an error code with.
+// Status is the HTTP status the api_server answers an error code with.
 // ADK-JS answers an existing session id with 400, so CodeConflict does too.
-var statusOf = map[bridge.Code]int{
-	bridge.CodeInvalid:          http.StatusBadRequest,
-	bridge.CodeUnauthenticated:  http.StatusUnauthorized,
-	bridge.CodePermissionDenied: http.StatusForbidden,
-	bridge.CodeNotFound:         http.StatusNotFound,
-	bridge.CodeConflict:         http.StatusBadRequest,
-	bridge.CodeTooLarge:         http.StatusRequestEntityTooLarge,
-	bridge.CodeRateLimited:      http.StatusTooManyRequests,
-	bridge.CodeUnsupported:      http.StatusNotImplemented,
-	bridge.CodeUpstream:         http.StatusBadGateway,
-	bridge.CodeUnavailable:      http.StatusServiceUnavailable,
-	bridge.CodeTimeout:          http.StatusGatewayTimeout,
-	bridge.CodeCanceled:         499,
-	bridge.CodeInternal:         http.StatusInternalServerError,
-}
-
-// Status is the HTTP status for an error code.
 func Status(c bridge.Code) int {
-	if s, ok := statusOf[c]; ok {
-		return s
+	if c == bridge.CodeConflict {
+		return http.StatusBadRequest
 	}
-	return http.StatusInternalServerError
+	return wire.HTTPStatus(c)
 }
 
 // codeOfStatus maps an upstream HTTP status to a code.
 func codeOfStatus(s int) bridge.Code {
-	switch s {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return bridge.CodeInvalid
-	case http.StatusUnauthorized:
-		return bridge.CodeUnauthenticated
-	case http.StatusForbidden:
-		return bridge.CodePermissionDenied
-	case http.StatusNotFound:
-		return bridge.CodeNotFound
-	case http.StatusConflict:
-		return bridge.CodeConflict
-	case http.StatusRequestEntityTooLarge:
-		return bridge.CodeTooLarge
-	case http.StatusTooManyRequests:
-		return bridge.CodeRateLimited
-	case http.StatusNotImplemented:
-		return bridge.CodeUnsupported
-	case http.StatusServiceUnavailable:
-		return bridge.CodeUnavailable
-	case http.StatusGatewayTimeout, http.StatusRequestTimeout:
-		return bridge.CodeTimeout
-	case 499:
-		return bridge.CodeCanceled
+	if c, ok := wire.CodeOfStatus(s); ok {
+		return c
 	}
-	if s >= 500 {
+	switch {
+	case s == http.StatusRequestTimeout:
+		return bridge.CodeTimeout
+	case s == 499:
+		return bridge.CodeCanceled
+	case s >= 500:
 		return bridge.CodeUpstream
 	}
 	return bridge.CodeInvalid

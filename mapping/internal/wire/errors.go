@@ -55,3 +55,53 @@ func FinalError(f *bridge.Final, failed *bridge.Error, cancel bridge.Code) *brid
 	}
 	return nil
 }
+
+// httpStatus is the HTTP status of each code where the dialects without an
+// error table of their own agree (A2A before a JSON-RPC request, ADK).
+var httpStatus = map[bridge.Code]int{
+	bridge.CodeInvalid:          http.StatusBadRequest,
+	bridge.CodeUnauthenticated:  http.StatusUnauthorized,
+	bridge.CodePermissionDenied: http.StatusForbidden,
+	bridge.CodeNotFound:         http.StatusNotFound,
+	bridge.CodeConflict:         http.StatusConflict,
+	bridge.CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	bridge.CodeRateLimited:      http.StatusTooManyRequests,
+	bridge.CodeUnsupported:      http.StatusNotImplemented,
+	bridge.CodeUpstream:         http.StatusBadGateway,
+	bridge.CodeUnavailable:      http.StatusServiceUnavailable,
+	bridge.CodeTimeout:          http.StatusGatewayTimeout,
+	bridge.CodeCanceled:         499,
+	bridge.CodeInternal:         http.StatusInternalServerError,
+}
+
+// HTTPStatus is the plain HTTP status of code; 500 for a code it does not
+// know.
+func HTTPStatus(code bridge.Code) int {
+	if s, ok := httpStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// statusCodes is how those dialects read an upstream's HTTP error status,
+// where they agree.
+var statusCodes = map[int]bridge.Code{
+	http.StatusBadRequest:            bridge.CodeInvalid,
+	http.StatusUnprocessableEntity:   bridge.CodeInvalid,
+	http.StatusUnauthorized:          bridge.CodeUnauthenticated,
+	http.StatusForbidden:             bridge.CodePermissionDenied,
+	http.StatusNotFound:              bridge.CodeNotFound,
+	http.StatusConflict:              bridge.CodeConflict,
+	http.StatusRequestEntityTooLarge: bridge.CodeTooLarge,
+	http.StatusTooManyRequests:       bridge.CodeRateLimited,
+	http.StatusNotImplemented:        bridge.CodeUnsupported,
+	http.StatusServiceUnavailable:    bridge.CodeUnavailable,
+	http.StatusGatewayTimeout:        bridge.CodeTimeout,
+}
+
+// CodeOfStatus reads an upstream's HTTP error status as a code; ok is false
+// for a status it does not name, which each dialect reads its own way.
+func CodeOfStatus(status int) (code bridge.Code, ok bool) {
+	code, ok = statusCodes[status]
+	return code, ok
+}
