@@ -10,7 +10,22 @@ import (
 // Subscribe returns the committed events of run with seq > after, then
 // follows the live ones until the run ends: no gap, no duplicate at the
 // seam. The stream ends after the final event, or with ctx's error.
+//
+// A subscription under an acceptance-only request (WithAccepted: a resume
+// with Prefer: respond-async) is that request's run: Started is called
+// with it, and the request answers with the acceptance (its output goes
+// to the session's channel).
 func (e *Engine) Subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
+	run, events, err := e.subscribe(ctx, runID, after)
+	if err == nil {
+		if acc := acceptedFromContext(ctx); acc != nil && acc.Started != nil {
+			acc.Started(run)
+		}
+	}
+	return run, events, err
+}
+
+func (e *Engine) subscribe(ctx context.Context, runID string, after int64) (*Run, Stream, error) {
 	principal := PrincipalFromContext(ctx)
 	if lr := e.liveRun(runID); lr != nil {
 		if lr.run.Principal != principal {

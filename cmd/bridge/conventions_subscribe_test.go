@@ -87,7 +87,14 @@ func readChannelRun(t *testing.T, ch *convStream) *channelRun {
 // the run id and the local id the bridge took.
 func acceptedRun(ctx context.Context, t *testing.T, a convAdapter, c *chain, s *convSession, sid, prompt, local string) (run, client string) {
 	t.Helper()
-	st := a.start(withConvHeaders(ctx, map[string]string{"Prefer": "respond-async", "X-Client-Run-Id": local}), t, c, s, prompt, turnOpts{})
+	return acceptedTurn(ctx, t, a, c, s, sid, prompt, local, turnOpts{})
+}
+
+// acceptedTurn is acceptedRun with the turn's options (a regenerate, an
+// edit).
+func acceptedTurn(ctx context.Context, t *testing.T, a convAdapter, c *chain, s *convSession, sid, prompt, local string, o turnOpts) (run, client string) {
+	t.Helper()
+	st := a.start(withConvHeaders(ctx, map[string]string{"Prefer": "respond-async", "X-Client-Run-Id": local}), t, c, s, prompt, o)
 	if st.resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("accepted run: status %d", st.resp.StatusCode)
 	}

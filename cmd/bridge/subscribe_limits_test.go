@@ -85,3 +85,49 @@ func TestSubscribeLimits(t *testing.T) {
 		t.Errorf("three keep-alives took %s, want about 150ms", d)
 	}
 }
+
+// TestSubscribeFromStart: a channel opened without a cursor starts at the
+// live edge (the session's ended runs are history's: its first frame is
+// the next run's start), and one with ?from=start replays the session's
+// runs, oldest first, each between its start and end frame.
+func TestSubscribeFromStart(t *testing.T) {
+	front := "http://" + startMain(t, defaultConfig()).Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sid := convID("from-start")
+	turn := func(text string) string {
+		t.Helper()
+		body := map[string]any{"model": "echo", "messages": []any{map[string]any{"role": "user", "content": text}}}
+		resp := convSend(ctx, t, "POST", front+"/v1/chat/completions", body, map[string]string{"X-Session-Id": sid})
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Run-Id") == "" {
+			t.Fatalf("turn: %d, run %q", resp.StatusCode, resp.Header.Get("X-Run-Id"))
+		}
+		return resp.Header.Get("X-Run-Id")
+	}
+	r1 := turn("one")
+	r2 := turn("one two")
+
+	replay := openStream(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format=openai&from=start", nil, nil)
+	for _, want := range []string{r1, r2} {
+		if cr := readChannelRun(t, replay); cr.info.RunID != want || cr.info.Status != "completed" || len(cr.frames) == 0 {
+			t.Fatalf("from=start: run %+v with %d frames, want %s completed", cr.info, len(cr.frames), want)
+		}
+	}
+	replay.close()
+
+	live := openStream(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format=openai", nil, nil)
+	r3 := turn("one two three")
+	if cr := readChannelRun(t, live); cr.info.RunID != r3 {
+		t.Fatalf("a channel without a cursor: its first run is %s, want the next one, %s (not %s or %s, which had ended)", cr.info.RunID, r3, r1, r2)
+	}
+	live.close()
+
+	bad := convSend(ctx, t, "GET", front+"/v1/sessions/"+sid+"/events?format=openai&from=yesterday", nil, nil)
+	b, _ := io.ReadAll(bad.Body)
+	bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "from=") {
+		t.Errorf("from=yesterday: %d %s, want a 400 saying what from takes", bad.StatusCode, b)
+	}
+}

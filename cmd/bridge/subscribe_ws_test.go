@@ -40,7 +40,9 @@ func readWSRun(ctx context.Context, t *testing.T, c *websocket.Conn, until func(
 // OpenAI-compatible adapter: an accepted run's first message is its start
 // frame with the client's local id, its answer arrives whole between its
 // start and end, and a channel cut mid-run resumes from its last id
-// (Last-Event-ID on the new connection) with no gap and no duplicate.
+// (Last-Event-ID on the new connection) with no gap and no duplicate, and
+// another client's run of the session (a plain streamed request) comes on
+// it too.
 func TestSubscribeWebSocket(t *testing.T) {
 	m := newConvModel(t)
 	c := &chain{upstream: "openai", front: convBridge(t, Upstream{Name: "model", Dialect: "openai", URL: m.baseURL()}), model: m}
@@ -95,5 +97,25 @@ func TestSubscribeWebSocket(t *testing.T) {
 			t.Errorf("frame %s twice across the cut", f.id)
 		}
 		seen[f.id] = true
+	}
+
+	s.record(p2, c.answer(p2, 2))
+
+	// Another client's run of the session.
+	p3 := sayPrompt("another client " + s.id)
+	other := a.start(ctx, t, c, s, p3, turnOpts{})
+	otherFrames := other.all(t)
+	otherRun := a.runOf(&convStream{resp: other.resp, frames: otherFrames})
+	frames = readWSRun(ctx, t, conn, ended)
+	var info struct {
+		RunID       string `json:"run_id"`
+		ClientRunID string `json:"client_run_id"`
+	}
+	decodeJSON(t, "start", []byte(frames[0].data), &info)
+	if frames[0].event != "bridge.run.started" || info.RunID != otherRun || otherRun == "" {
+		t.Fatalf("after the other client's run: first message %+v, want the start of its run %q", frames[0], otherRun)
+	}
+	if got, want := a.answer(frames[1:len(frames)-1]), c.answer(p3, 3); got != want {
+		t.Errorf("the other client's run on the channel: answer %q, want %q", got, want)
 	}
 }

@@ -75,7 +75,10 @@ func New(cfg Config) *Handler {
 		case "GET /v1/runs/{run}":
 			h.mux.HandleFunc(p, h.get)
 		case "GET /v1/runs/{run}/events":
-			h.mux.HandleFunc(p, h.events)
+			// A resume that asks for an acceptance only (Prefer:
+			// respond-async) is answered 202: the run's output is on its
+			// session's channel.
+			h.mux.Handle(p, inbound.Accept(http.HandlerFunc(h.events)))
 		case "POST /v1/runs/{run}/cancel", "POST /v1/runs/{run}/stop":
 			h.mux.HandleFunc(p, h.cancel)
 		case "POST /v1/runs/{run}/steer":
