@@ -13,7 +13,8 @@ import (
 // TestSubscribeLimits: the config's subscribe limits hold. A session takes
 // channels_per_session channels and a principal channels_per_principal;
 // one more is a 429 in the format's error shape, and closing one lets the
-// next in. An idle channel gets a keep-alive every keep_alive.
+// next in. An idle channel gets a keep-alive every keep_alive, in its
+// dialect's way (an SSE comment; Anthropic's ping event).
 func TestSubscribeLimits(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Subscribe.ChannelsPerSession = 1
@@ -23,9 +24,9 @@ func TestSubscribeLimits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	open := func(sid string) *http.Response {
+	openIn := func(sid, format string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, "GET", front+"/v1/sessions/"+sid+"/events?format=openai", nil)
+		req, err := http.NewRequestWithContext(ctx, "GET", front+"/v1/sessions/"+sid+"/events?format="+format, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,6 +36,7 @@ func TestSubscribeLimits(t *testing.T) {
 		}
 		return resp
 	}
+	open := func(sid string) *http.Response { return openIn(sid, "openai") }
 	refused := func(resp *http.Response, why string) {
 		t.Helper()
 		b, _ := io.ReadAll(resp.Body)
@@ -56,17 +58,21 @@ func TestSubscribeLimits(t *testing.T) {
 	}
 	refused(open("limits-c"), "a third channel of a principal that takes two")
 	b.Body.Close()
-	var c *http.Response
-	for i := 0; i < 100; i++ { // the server notices the close a moment later
-		if c = open("limits-c"); c.StatusCode == http.StatusOK {
-			break
+	// once waits for the server to notice a close: the channel then opens.
+	once := func(sid, format string) *http.Response {
+		t.Helper()
+		var c *http.Response
+		for i := 0; i < 250; i++ {
+			if c = openIn(sid, format); c.StatusCode == http.StatusOK {
+				return c
+			}
+			c.Body.Close()
+			time.Sleep(20 * time.Millisecond)
 		}
-		c.Body.Close()
-		time.Sleep(20 * time.Millisecond)
-	}
-	if c.StatusCode != http.StatusOK {
 		t.Fatalf("a channel once another closed: %d", c.StatusCode)
+		return nil
 	}
+	c := once("limits-c", "openai")
 	defer c.Body.Close()
 
 	// Keep-alives: SSE comments on the idle channel, keep_alive apart.
@@ -83,6 +89,26 @@ func TestSubscribeLimits(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("three keep-alives took %s, want about 150ms", d)
+	}
+
+	// Anthropic's stream keeps alive with its ping event, which its SDKs
+	// skip by name.
+	a.Body.Close()
+	an := once("limits-a", "anthropic")
+	defer an.Body.Close()
+	r = bufio.NewReader(an.Body)
+	var frame []string
+	for len(frame) < 2 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("idle Anthropic channel: %v", err)
+		}
+		if line = strings.TrimSuffix(line, "\n"); line != "" {
+			frame = append(frame, line)
+		}
+	}
+	if frame[0] != "event: ping" || frame[1] != `data: {"type":"ping"}` {
+		t.Errorf("idle Anthropic channel: %q, want its ping event", frame)
 	}
 }
 

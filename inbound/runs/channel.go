@@ -228,6 +228,7 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	if out == nil {
 		return
 	}
+	out.ping = keepAliveFrame(d.Name())
 	c.out, c.r = out, r
 	defer c.closeAll()
 	if resume != nil && resume.kind != cursorEnd {
@@ -487,10 +488,11 @@ func runInfo(run *bridge.Run, status string) []byte {
 // channelWriter is the channel's response; the runs' encoders write their
 // frames to it (runWriter), one after another.
 type channelWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	mu  sync.Mutex // the keep-alives, the frames
-	err error
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	mu   sync.Mutex // the keep-alives, the frames
+	err  error
+	ping []byte // the keep-alive frame (keepAliveFrame)
 }
 
 func newChannelWriter(w http.ResponseWriter, r *http.Request) *channelWriter {
@@ -537,9 +539,21 @@ func (c *channelWriter) control(event, id string, data []byte) error {
 	return c.FlushError()
 }
 
-// keepAlive writes an SSE comment, which every dialect's client skips.
+// keepAliveFrame is how a dialect's stream keeps an idle connection
+// alive: Anthropic's has a ping event (its SDKs skip it by name); the
+// others an SSE comment, which their clients skip (Hermes' own ": keepalive";
+// OpenAI's, Responses', A2A's and ADK's streams define none, and their
+// SDKs read only data lines). Over a WebSocket a comment is a ping frame.
+func keepAliveFrame(dialect string) []byte {
+	if dialect == "anthropic" {
+		return []byte("event: ping\ndata: {\"type\":\"ping\"}\n\n")
+	}
+	return []byte(": keepalive\n\n")
+}
+
+// keepAlive writes the dialect's keep-alive frame.
 func (c *channelWriter) keepAlive() error {
-	if _, err := c.Write([]byte(": keepalive\n\n")); err != nil {
+	if _, err := c.Write(c.ping); err != nil {
 		return err
 	}
 	return c.FlushError()
