@@ -6,7 +6,10 @@ package main
 // bytes of text, which the echo model streams back a word at a time (an
 // 8 MB request is two million events). The figure is that process's peak
 // RSS (VmHWM): before a live run kept a bounded window of its events it
-// was 1.9 GB for 8 MB.
+// was 1.9 GB for 8 MB. With --echo-channel the request's session channel
+// is open from before the request and read only once its stream has
+// ended: a channel that falls behind reads the store and holds no events,
+// so the figure stays what it is without it.
 
 import (
 	"bufio"
@@ -67,12 +70,17 @@ type EchoResult struct {
 	Chunks     int     `json:"chunks"`       // content chunks streamed back
 	Seconds    float64 `json:"seconds"`      // the request, to [DONE]
 	PeakRSSKiB int64   `json:"peak_rss_kib"` // the bridge process's VmHWM
+	// With --echo-channel: the content chunks the lagging channel carried
+	// (the same text), and the seconds it took to read it once the
+	// request's stream had ended.
+	ChannelChunks  int     `json:"channel_chunks,omitempty"`
+	ChannelSeconds float64 `json:"channel_seconds,omitempty"`
 }
 
 // echoMode is run with --echo-bytes: it measures, prints the figure (and
 // JSON with --json), and fails above --max-rss.
 func echoMode(ctx context.Context, opt options, stdout, stderr io.Writer) int {
-	res, err := runEcho(ctx, opt.echoBytes, stderr)
+	res, err := runEcho(ctx, opt.echoBytes, opt.echoChannel, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridgeload:", err)
 		return 1
@@ -84,8 +92,11 @@ func echoMode(ctx context.Context, opt options, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(table, "echo request of %d bytes: %d chunks streamed back in %.1f s; bridge peak RSS %.1f MiB",
-		res.Bytes, res.Chunks, res.Seconds, float64(res.PeakRSSKiB)/1024)
+	fmt.Fprintf(table, "echo request of %d bytes: %d chunks streamed back in %.1f s", res.Bytes, res.Chunks, res.Seconds)
+	if opt.echoChannel {
+		fmt.Fprintf(table, ", and by the session channel, read after, in %.1f s", res.ChannelSeconds)
+	}
+	fmt.Fprintf(table, "; bridge peak RSS %.1f MiB", float64(res.PeakRSSKiB)/1024)
 	if opt.maxRSS > 0 {
 		fmt.Fprintf(table, " (limit %d MiB)", opt.maxRSS)
 	}
@@ -112,8 +123,10 @@ func echoText(n int) string {
 
 // runEcho starts the echo role, sends it one streamed request of n bytes
 // of text, checks the answer is that text exactly, and reads the bridge
-// process's peak RSS once the stream has ended.
-func runEcho(ctx context.Context, n int, stderr io.Writer) (*EchoResult, error) {
+// process's peak RSS once the stream has ended. With channel, the
+// request's session channel is opened first and read (and checked) only
+// after the request's stream has ended; the peak RSS is read after both.
+func runEcho(ctx context.Context, n int, channel bool, stderr io.Writer) (*EchoResult, error) {
 	s, err := startServed(ctx, roleEcho, nil, stderr)
 	if err != nil {
 		return nil, err
@@ -125,11 +138,28 @@ func runEcho(ctx context.Context, n int, stderr io.Writer) (*EchoResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	const session = "bridgeload-echo"
+	var ch *http.Response
+	if channel {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/v1/sessions/"+session+"/events?format=openai", nil)
+		if err != nil {
+			return nil, err
+		}
+		if ch, err = http.DefaultClient.Do(req); err != nil {
+			return nil, err
+		}
+		defer ch.Body.Close()
+		if ch.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(ch.Body, 4096))
+			return nil, fmt.Errorf("session channel: %s: %s", ch.Status, b)
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-Id", session)
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -141,17 +171,52 @@ func runEcho(ctx context.Context, n int, stderr io.Writer) (*EchoResult, error) 
 		return nil, fmt.Errorf("echo request: %s: %s", resp.Status, b)
 	}
 	res := &EchoResult{}
-	got, done := 0, false
-	sc := bufio.NewScanner(resp.Body)
+	chunks, err := readEchoStream(resp.Body, text, "")
+	if err != nil {
+		return nil, fmt.Errorf("echo stream: %w", err)
+	}
+	res.Chunks, res.Bytes = chunks, n
+	res.Seconds = time.Since(start).Seconds()
+	if ch != nil {
+		start = time.Now()
+		if res.ChannelChunks, err = readEchoStream(ch.Body, text, "event: bridge.run.ended"); err != nil {
+			return nil, fmt.Errorf("session channel: %w", err)
+		}
+		res.ChannelSeconds = time.Since(start).Seconds()
+	}
+	res.PeakRSSKiB = pidStatus(s.cmd.Process.Pid, "VmHWM")
+	if res.PeakRSSKiB <= 0 {
+		return nil, fmt.Errorf("no VmHWM in /proc/%d/status", s.cmd.Process.Pid)
+	}
+	return res, nil
+}
+
+// readEchoStream reads Chat Completions chunks off r up to [DONE] (and
+// then up to the line end, when given), checks their text is text
+// exactly, and returns how many content chunks carried it.
+func readEchoStream(r io.Reader, text, end string) (int, error) {
+	got, chunks, done := 0, 0, false
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
+		if done {
+			if sc.Text() == end {
+				return chunks, nil
+			}
+			continue
+		}
 		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
 		if !ok {
 			continue
 		}
 		if string(data) == "[DONE]" {
-			done = true
-			break
+			if got != len(text) {
+				return chunks, fmt.Errorf("[DONE] after %d of %d bytes", got, len(text))
+			}
+			if done = true; end == "" {
+				return chunks, nil
+			}
+			continue
 		}
 		var c struct {
 			Choices []struct {
@@ -160,32 +225,23 @@ func runEcho(ctx context.Context, n int, stderr io.Writer) (*EchoResult, error) 
 				} `json:"delta"`
 			} `json:"choices"`
 		}
-		if err := json.Unmarshal(data, &c); err != nil {
-			return nil, fmt.Errorf("echo stream: %v in %.80q", err, data)
+		if err := json.Unmarshal(data, &c); err != nil { // the channel's start frame is JSON too
+			return chunks, fmt.Errorf("%v in %.80q", err, data)
 		}
 		if len(c.Choices) == 0 || c.Choices[0].Delta.Content == "" {
 			continue
 		}
 		piece := c.Choices[0].Delta.Content
 		if !strings.HasPrefix(text[got:], piece) {
-			return nil, fmt.Errorf("echo stream: at byte %d the answer says %.40q, not the request's text", got, piece)
+			return chunks, fmt.Errorf("at byte %d the answer says %.40q, not the request's text", got, piece)
 		}
 		got += len(piece)
-		res.Chunks++
+		chunks++
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("echo stream: %w", err)
+		return chunks, err
 	}
-	res.Seconds = time.Since(start).Seconds()
-	if !done || got != n {
-		return nil, fmt.Errorf("echo stream cut short: %d of %d bytes, [DONE] %t", got, n, done)
-	}
-	res.Bytes = got
-	res.PeakRSSKiB = pidStatus(s.cmd.Process.Pid, "VmHWM")
-	if res.PeakRSSKiB <= 0 {
-		return nil, fmt.Errorf("no VmHWM in /proc/%d/status", s.cmd.Process.Pid)
-	}
-	return res, nil
+	return chunks, fmt.Errorf("cut short: %d of %d bytes, [DONE] %t", got, len(text), done)
 }
 
 // pidStatus reads a kB field of /proc/<pid>/status (0 when it cannot).

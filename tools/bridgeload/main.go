@@ -67,8 +67,9 @@ type options struct {
 	upstreamURL     string // the serve role's upstream
 	check           bool
 	cpuprofile      string
-	echoBytes       int // --echo-bytes: measure one echo request's memory instead
-	maxRSS          int // --max-rss, MiB
+	echoBytes       int  // --echo-bytes: measure one echo request's memory instead
+	maxRSS          int  // --max-rss, MiB
+	echoChannel     bool // --echo-channel: a lagging session channel beside the echo request
 }
 
 // roleEnv marks a child process: it measures the one target it is given
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&opt.cpuprofile, "cpuprofile", "", "write CPU profiles of the latency and throughput phases to `PREFIX`.<target>.<phase>.pprof")
 	fs.IntVar(&opt.echoBytes, "echo-bytes", 0, "measure instead the peak RSS of a bridge (a process of its own, wired as `bridge serve` with its echo upstream and a SQLite file) answering one streamed request of this many bytes of text, which echo streams back a word at a time (8000000: two million events)")
 	fs.IntVar(&opt.maxRSS, "max-rss", 0, "with --echo-bytes: exit 1 when the bridge's peak RSS is above this many MiB (0: no limit)")
+	fs.BoolVar(&opt.echoChannel, "echo-channel", false, "with --echo-bytes: open the request's session channel (GET /v1/sessions/{s}/events) first and read nothing of it until the request's stream has ended, then read it whole and check it carries the same text (a lagging channel's memory)")
 	fs.StringVar(&child, "target", "", "internal: the target a child process measures")
 	fs.StringVar(&opt.url, "url", "", "internal: the target URL a client process measures")
 	fs.StringVar(&opt.dialect, "dialect", dialectOpenAI, "internal: the dialect a client process speaks")
@@ -156,6 +158,8 @@ func parseFlags(args []string, stderr io.Writer) (options, string, error) {
 		return opt, "", errors.New("--timeout: want a positive duration")
 	case opt.echoBytes < 0 || opt.echoBytes > maxEchoBytes || opt.maxRSS < 0:
 		return opt, "", fmt.Errorf("--echo-bytes: want 0 to %d; --max-rss: want 0 or more", maxEchoBytes)
+	case opt.echoChannel && opt.echoBytes == 0:
+		return opt, "", errors.New("--echo-channel: only with --echo-bytes")
 	}
 	if opt.paired {
 		opt.split = true

@@ -181,9 +181,29 @@ func TestEchoMemory(t *testing.T) {
 		!strings.Contains(stderr.String(), "above --max-rss 1 MiB") {
 		t.Errorf("--max-rss=1: exit %d, stderr:\n%s", code, stderr.String())
 	}
-	for _, bad := range [][]string{{"--echo-bytes=-1"}, {"--echo-bytes=9000000"}, {"--max-rss=-2"}} {
+	for _, bad := range [][]string{{"--echo-bytes=-1"}, {"--echo-bytes=9000000"}, {"--max-rss=-2"}, {"--echo-channel"}} {
 		if _, _, err := parseFlags(bad, &stderr); err == nil {
 			t.Errorf("parseFlags(%q) = nil error", bad)
 		}
+	}
+}
+
+// TestEchoChannel is --echo-bytes --echo-channel scaled down: the
+// request's session channel, open from before it and read only after its
+// stream ended, carries the same text in as many chunks.
+func TestEchoChannel(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--echo-bytes=100000", "--echo-channel", "--json", "--timeout=60s"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bridgeload --echo-bytes --echo-channel exited %d\n%s", code, stderr.String())
+	}
+	var res EchoResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, stdout.String())
+	}
+	if res.Bytes != 100000 || res.Chunks < 10000 || res.ChannelChunks != res.Chunks || res.PeakRSSKiB <= 0 {
+		t.Errorf("result %+v, want 100000 bytes in some 20000 chunks, as many on the channel, and a peak RSS", res)
+	}
+	if !strings.Contains(stderr.String(), "by the session channel, read after") {
+		t.Errorf("no channel figure printed:\n%s", stderr.String())
 	}
 }
