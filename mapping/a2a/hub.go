@@ -129,14 +129,7 @@ func HubPart(p a2asdk.Part) bridge.Part {
 			meta, out.URL = f.FileMeta, f.URI
 		}
 		out.MediaType, out.Filename = meta.MimeType, meta.Name
-		switch {
-		case strings.HasPrefix(out.MediaType, "image/"):
-			out.Type = bridge.PartImage
-		case strings.HasPrefix(out.MediaType, "audio/"):
-			out.Type = bridge.PartAudio
-		default:
-			out.Type = bridge.PartFile
-		}
+		out.Type = wire.PartType(out.MediaType)
 		return out
 	}
 	return bridge.TextPart("")

@@ -534,14 +534,7 @@ func filePart(p *wirePart) (bridge.Part, bool) {
 	default:
 		return fp, false
 	}
-	switch {
-	case strings.HasPrefix(fp.MediaType, "image/"):
-		fp.Type = bridge.PartImage
-	case strings.HasPrefix(fp.MediaType, "audio/"):
-		fp.Type = bridge.PartAudio
-	default:
-		fp.Type = bridge.PartFile
-	}
+	fp.Type = wire.PartType(fp.MediaType)
 	return fp, true
 }
 

@@ -203,20 +203,12 @@ func (b *TaskBuilder) Add(ev *bridge.Event) frame {
 		if ev.ToolCall == nil {
 			return frame{}
 		}
-		b.thought = nil
-		b.setWorking(ev.Time)
-		m := b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolCallPart(ev.ToolCall)})
-		b.history = append(b.history, m)
-		return b.statusFrame(m, ev.Time)
+		return b.agentPart(ev, toolCallPart(ev.ToolCall))
 	case bridge.KindToolResult:
 		if ev.ToolResult == nil {
 			return frame{}
 		}
-		b.thought = nil
-		b.setWorking(ev.Time)
-		m := b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{toolResultPart(ev.ToolResult)})
-		b.history = append(b.history, m)
-		return b.statusFrame(m, ev.Time)
+		return b.agentPart(ev, toolResultPart(ev.ToolResult))
 	case bridge.KindUserMessage:
 		if ev.Message == nil {
 			return frame{}
@@ -262,6 +254,16 @@ func (b *TaskBuilder) setWorking(t time.Time) {
 
 func (b *TaskBuilder) statusFrame(m *a2asdk.Message, t time.Time) frame {
 	return frame{kind: frameStatus, state: a2asdk.TaskStateWorking, msg: m, ts: t}
+}
+
+// agentPart is a tool call's or a tool result's status update: an agent
+// message of the one part, kept in the history.
+func (b *TaskBuilder) agentPart(ev *bridge.Event, part a2asdk.Part) frame {
+	b.thought = nil
+	b.setWorking(ev.Time)
+	m := b.message(b.eventID(ev), a2asdk.MessageRoleAgent, a2asdk.ContentParts{part})
+	b.history = append(b.history, m)
+	return b.statusFrame(m, ev.Time)
 }
 
 // claimSteer removes a steer from the input it was read into (a run that

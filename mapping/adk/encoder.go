@@ -44,14 +44,7 @@ func (e *StreamEncoder) Done() bool { return e.done }
 // Dropped lists what the encoder could not carry.
 func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
-func (e *StreamEncoder) drop(what string) {
-	for _, d := range e.dropped {
-		if d == what {
-			return
-		}
-	}
-	e.dropped = append(e.dropped, what)
-}
+func (e *StreamEncoder) drop(what string) { e.dropped = wire.AddDropped(e.dropped, what) }
 
 func (e *StreamEncoder) event(ev *bridge.Event, id string) Event {
 	return Event{ID: id, InvocationID: ev.RunID, Author: e.opt.Author, Timestamp: Time(ev.Time), LongRunningToolIDs: []string{}}

@@ -259,9 +259,9 @@ func HubMessages(c *Content) (msgs []bridge.Message, dropped []string) {
 		case p.FunctionCall != nil:
 			dropped = append(dropped, "adk:newMessage.functionCall")
 		case p.InlineData != nil:
-			user.Parts = append(user.Parts, bridge.Part{Type: mediaType(p.InlineData.MimeType), MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+			user.Parts = append(user.Parts, bridge.Part{Type: wire.PartType(p.InlineData.MimeType), MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
 		case p.FileData != nil:
-			user.Parts = append(user.Parts, bridge.Part{Type: mediaType(p.FileData.MimeType), MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+			user.Parts = append(user.Parts, bridge.Part{Type: wire.PartType(p.FileData.MimeType), MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 		case p.ExecutableCode != nil || p.CodeExecutionResult != nil:
 			dropped = append(dropped, "adk:newMessage.code")
 		case p.Thought:
@@ -288,16 +288,6 @@ func resultText(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-func mediaType(mime string) bridge.PartType {
-	switch {
-	case len(mime) >= 6 && mime[:6] == "image/":
-		return bridge.PartImage
-	case len(mime) >= 6 && mime[:6] == "audio/":
-		return bridge.PartAudio
-	}
-	return bridge.PartFile
 }
 
 // hasErrorKey reports whether a tool response is an object with an

@@ -110,7 +110,7 @@ func (a *Accumulator) apply(ops []op) {
 func (a *Accumulator) Dropped() []string {
 	out := append([]string(nil), a.dropped...)
 	for _, d := range a.b.dropped {
-		out = addDropped(out, d)
+		out = wire.AddDropped(out, d)
 	}
 	return out
 }
@@ -133,7 +133,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 	}
 	reason, drop := stopReason(a.final)
 	if drop != "" {
-		a.dropped = addDropped(a.dropped, drop)
+		a.dropped = wire.AddDropped(a.dropped, drop)
 	}
 	w := wire.NewObj()
 	w.Str("id", a.opt.ID)
@@ -179,7 +179,7 @@ func (a *Accumulator) block(blk *accBlock) []byte {
 		case wire.Kind(in) == '{' && json.Valid(in):
 			o.Raw("input", in)
 		default:
-			a.dropped = addDropped(a.dropped, "tool_use.input: not a JSON object")
+			a.dropped = wire.AddDropped(a.dropped, "tool_use.input: not a JSON object")
 			o.Raw("input", []byte("{}"))
 		}
 	default:

@@ -90,14 +90,7 @@ type builder struct {
 
 func newBuilder() builder { return builder{open: -1} }
 
-func (b *builder) drop(s string) {
-	for _, d := range b.dropped {
-		if d == s {
-			return
-		}
-	}
-	b.dropped = append(b.dropped, s)
-}
+func (b *builder) drop(s string) { b.dropped = wire.AddDropped(b.dropped, s) }
 
 // add folds one event in and returns the ops it makes (valid until the next
 // call).

@@ -120,14 +120,7 @@ type wireMsg struct {
 	opaque  []json.RawMessage // extra fields of the message object
 }
 
-func (e *reqEncoder) drop(s string) {
-	for _, d := range e.dropped {
-		if d == s {
-			return
-		}
-	}
-	e.dropped = append(e.dropped, s)
-}
+func (e *reqEncoder) drop(s string) { e.dropped = wire.AddDropped(e.dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
 	req := e.req
@@ -175,7 +168,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	case e.systemStr != nil && e.systemMsgs == 1 && len(e.system) == 1:
 		w.Str("system", *e.systemStr)
 	case len(e.system) > 0:
-		w.Raw("system", joinArray(e.system))
+		w.Raw("system", wire.JoinArray(e.system))
 	}
 	w.Key("messages")
 	w.B = append(w.B, '[')
@@ -223,15 +216,7 @@ func (e *reqEncoder) thinking() int64 {
 func (e *reqEncoder) sampling(w *wire.ObjWriter, thinking bool) {
 	req := e.req
 	if len(req.Stop) > 0 {
-		w.Key("stop_sequences")
-		w.B = append(w.B, '[')
-		for i, s := range req.Stop {
-			if i > 0 {
-				w.B = append(w.B, ',')
-			}
-			w.B = wire.AppendString(w.B, s)
-		}
-		w.B = append(w.B, ']')
+		w.Strings("stop_sequences", req.Stop)
 	}
 	if t := req.Temperature; t != nil {
 		switch v := *t; {
@@ -335,7 +320,7 @@ func (e *reqEncoder) tools(w *wire.ObjWriter) int {
 		}
 	}
 	if len(list) > 0 {
-		w.Raw("tools", joinArray(list))
+		w.Raw("tools", wire.JoinArray(list))
 	}
 	return len(list)
 }
@@ -473,7 +458,7 @@ func (e *reqEncoder) toolMessage(m *bridge.Message, path string) {
 	} else if len(m.Parts) > 0 {
 		blocks := e.contentBlocks(m.Parts, path+".content")
 		if len(blocks) > 0 {
-			b.Raw("content", joinArray(blocks))
+			b.Raw("content", wire.JoinArray(blocks))
 		}
 	}
 	if m.IsError {
@@ -710,26 +695,10 @@ func (m *wireMsg) render() []byte {
 		w.Str("content", *m.str)
 	} else {
 		all := append(append([][]byte(nil), m.results...), m.blocks...)
-		w.Raw("content", joinArray(all))
+		w.Raw("content", wire.JoinArray(all))
 	}
 	for _, o := range m.opaque {
 		w.Merge(o)
 	}
 	return w.End()
-}
-
-func joinArray(items [][]byte) []byte {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it...)
-	}
-	return append(b, ']')
 }

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -71,16 +70,9 @@ func NewStreamEncoder(w io.Writer, opt StreamOptions) *StreamEncoder {
 func (e *StreamEncoder) Dropped() []string {
 	out := append([]string(nil), e.dropped...)
 	for _, d := range e.b.dropped {
-		out = addDropped(out, d)
+		out = wire.AddDropped(out, d)
 	}
 	return out
-}
-
-func addDropped(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
 }
 
 // Started reports whether message_start has been written, so the stream
@@ -153,7 +145,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 // next starts a new message after a final input_required.
 func (e *StreamEncoder) next() {
 	for _, d := range e.b.dropped {
-		e.dropped = addDropped(e.dropped, d)
+		e.dropped = wire.AddDropped(e.dropped, d)
 	}
 	e.b = newBuilder()
 	e.usage = bridge.Usage{}
@@ -307,7 +299,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 	e.waiting = f.Status == bridge.StatusInputRequired
 	reason, drop := stopReason(f)
 	if drop != "" {
-		e.dropped = addDropped(e.dropped, drop)
+		e.dropped = wire.AddDropped(e.dropped, drop)
 	}
 	e.messageStart(ev)
 	e.frames(ev, e.b.finish())

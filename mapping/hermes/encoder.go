@@ -105,14 +105,7 @@ func (e *StreamEncoder) Done() bool { return e.done }
 // Dropped lists what the frames could not carry.
 func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
-func (e *StreamEncoder) drop(what string) {
-	for _, d := range e.dropped {
-		if d == what {
-			return
-		}
-	}
-	e.dropped = append(e.dropped, what)
-}
+func (e *StreamEncoder) drop(what string) { e.dropped = wire.AddDropped(e.dropped, what) }
 
 // frame adds one frame to the event's: fill adds the frame's own members.
 // Encode numbers the ids of the event's frames and writes them.
@@ -346,7 +339,7 @@ func (e *StreamEncoder) flushAssistant() {
 		m.Str("reasoning", e.reason.String())
 	}
 	if len(e.calls) > 0 {
-		m.Raw("tool_calls", joinArray(e.calls))
+		m.Raw("tool_calls", wire.JoinArray(e.calls))
 	}
 	m.B = append(m.B, '}')
 	e.msgs = append(e.msgs, m.B)
@@ -395,7 +388,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 				if f.StopReason != "" {
 					o.Str("finish_reason", string(f.StopReason))
 				}
-				o.Raw("messages", joinArray(e.msgs))
+				o.Raw("messages", wire.JoinArray(e.msgs))
 				o.Raw("usage", UsageJSON(&e.usage))
 			})
 		}
@@ -476,17 +469,6 @@ func argsJSON(args string) []byte {
 		return wire.Compact([]byte(args))
 	}
 	return wire.AppendString(nil, args)
-}
-
-func joinArray(items []json.RawMessage) []byte {
-	b := []byte{'['}
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it...)
-	}
-	return append(b, ']')
 }
 
 func partsText(parts []bridge.Part) string {

@@ -281,7 +281,7 @@ func encodeMessage(m *bridge.Message, s *bridge.Session, opt HistoryOptions) []b
 		for i := range m.ToolCalls {
 			calls[i] = toolCallJSON(&m.ToolCalls[i])
 		}
-		o.Raw("tool_calls", joinArray(calls))
+		o.Raw("tool_calls", wire.JoinArray(calls))
 		o.Str("finish_reason", "tool_calls")
 	}
 	o.Float("timestamp", unixSeconds(m.Created))

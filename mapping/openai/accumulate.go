@@ -41,7 +41,7 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 		return
 	}
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		a.dropped = addDropped(a.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
+		a.dropped = wire.AddDropped(a.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindMessageStarted:
@@ -59,22 +59,22 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 		}
 	case bridge.KindReasoningDelta:
 		if ev.Signature != "" {
-			a.dropped = addDropped(a.dropped, "reasoning.signature")
+			a.dropped = wire.AddDropped(a.dropped, "reasoning.signature")
 		}
 		if ev.Encrypted != "" {
-			a.dropped = addDropped(a.dropped, "reasoning.encrypted")
+			a.dropped = wire.AddDropped(a.dropped, "reasoning.encrypted")
 		}
 		a.reasoning.WriteString(ev.Text)
 	case bridge.KindToolCallStarted, bridge.KindToolCallDelta, bridge.KindToolCallDone:
 		if ev.Source == bridge.SourceAgent {
-			a.dropped = addDropped(a.dropped, "agent_tool_call")
+			a.dropped = wire.AddDropped(a.dropped, "agent_tool_call")
 			return
 		}
 		a.toolCall(ev)
 	case bridge.KindUsage:
 		a.usage.Merge(ev.Usage)
 	case bridge.KindToolResult, bridge.KindArtifact, bridge.KindStateUpdate:
-		a.dropped = addDropped(a.dropped, string(ev.Kind))
+		a.dropped = wire.AddDropped(a.dropped, string(ev.Kind))
 	case bridge.KindError:
 		if a.err == nil {
 			a.err = ev.Error
@@ -153,7 +153,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 	}
 	reason, drop := finishReason(a.final)
 	if drop != "" {
-		a.dropped = addDropped(a.dropped, drop)
+		a.dropped = wire.AddDropped(a.dropped, drop)
 	}
 
 	msg := wire.NewObj()

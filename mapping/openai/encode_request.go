@@ -131,15 +131,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	case 1:
 		w.Str("stop", req.Stop[0])
 	default:
-		w.Key("stop")
-		w.B = append(w.B, '[')
-		for i, s := range req.Stop {
-			if i > 0 {
-				w.B = append(w.B, ',')
-			}
-			w.B = wire.AppendString(w.B, s)
-		}
-		w.B = append(w.B, ']')
+		w.Strings("stop", req.Stop)
 	}
 	if req.Seed != nil {
 		w.Int("seed", *req.Seed)

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -96,13 +95,6 @@ func (e *StreamEncoder) setBase() {
 // "stop_reason:<reason>" and "opaque:<dialect>".
 func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
-func addDropped(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
 // Encode writes the frames of one event. It returns the first write error,
 // and every later call returns it again. Events after a final are ignored.
 func (e *StreamEncoder) Encode(ev *bridge.Event) error {
@@ -116,7 +108,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		return nil
 	}
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
-		e.dropped = addDropped(e.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
+		e.dropped = wire.AddDropped(e.dropped, "opaque:"+wire.OpaqueDialect(ev.Opaque))
 	}
 	switch ev.Kind {
 	case bridge.KindMessageStarted:
@@ -155,10 +147,10 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		return e.end("")
 	case bridge.KindReasoningDelta:
 		if ev.Signature != "" {
-			e.dropped = addDropped(e.dropped, "reasoning.signature")
+			e.dropped = wire.AddDropped(e.dropped, "reasoning.signature")
 		}
 		if ev.Encrypted != "" {
-			e.dropped = addDropped(e.dropped, "reasoning.encrypted")
+			e.dropped = wire.AddDropped(e.dropped, "reasoning.encrypted")
 		}
 		if ev.Text == "" {
 			return nil
@@ -171,7 +163,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 	case bridge.KindToolCallStarted, bridge.KindToolCallDelta, bridge.KindToolCallDone:
 		if ev.Source == bridge.SourceAgent {
 			// An agent's own tool activity: not the client's to execute.
-			e.dropped = addDropped(e.dropped, "agent_tool_call")
+			e.dropped = wire.AddDropped(e.dropped, "agent_tool_call")
 			return nil
 		}
 		return e.toolCall(ev)
@@ -179,7 +171,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		e.usage.Merge(ev.Usage)
 		return nil
 	case bridge.KindToolResult, bridge.KindArtifact, bridge.KindStateUpdate:
-		e.dropped = addDropped(e.dropped, string(ev.Kind))
+		e.dropped = wire.AddDropped(e.dropped, string(ev.Kind))
 		return nil
 	case bridge.KindError:
 		if e.errSent {
@@ -374,7 +366,7 @@ func (e *StreamEncoder) final(ev *bridge.Event) error {
 	}
 	reason, drop := finishReason(f)
 	if drop != "" {
-		e.dropped = addDropped(e.dropped, drop)
+		e.dropped = wire.AddDropped(e.dropped, drop)
 	}
 	if e.opt.IncludeUsage {
 		e.beginFrame(ev, 1) // the usage chunk is the event's last frame

@@ -149,15 +149,7 @@ func historyRun(r *bridge.Run) []byte {
 		w.Bool("superseded", true)
 	}
 	if len(r.Dropped) > 0 {
-		w.Key("dropped")
-		w.B = append(w.B, '[')
-		for i, d := range r.Dropped {
-			if i > 0 {
-				w.B = append(w.B, ',')
-			}
-			w.B = wire.AppendString(w.B, d)
-		}
-		w.B = append(w.B, ']')
+		w.Strings("dropped", r.Dropped)
 	}
 	return w.End()
 }

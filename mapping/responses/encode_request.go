@@ -71,11 +71,7 @@ type reqEncoder struct {
 	dropped []string
 }
 
-func (e *reqEncoder) drop(s string) {
-	if !contains(e.dropped, s) {
-		e.dropped = append(e.dropped, s)
-	}
-}
+func (e *reqEncoder) drop(s string) { e.dropped = wire.AddDropped(e.dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
 	req := e.req

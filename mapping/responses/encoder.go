@@ -162,11 +162,7 @@ func (e *StreamEncoder) Sequence() int64 { return e.seq }
 // Finished reports whether the terminal event was rendered.
 func (e *StreamEncoder) Finished() bool { return e.final != nil }
 
-func (e *StreamEncoder) drop(s string) {
-	if !contains(e.dropped, s) {
-		e.dropped = append(e.dropped, s)
-	}
-}
+func (e *StreamEncoder) drop(s string) { e.dropped = wire.AddDropped(e.dropped, s) }
 
 // Encode writes the frames of one event. It returns the first write error,
 // and every later call returns it again. Events after a final are ignored.
@@ -399,6 +395,23 @@ func (e *StreamEncoder) addItem(kind itemKind) *item {
 	case kindCall:
 		it.id = e.itemID("fc", n)
 	}
+	return e.added(it)
+}
+
+// beginSummary begins a reasoning summary event of it (its only summary
+// part); false if the event is not written.
+func (e *StreamEncoder) beginSummary(typ string, it *item) bool {
+	if !e.begin(typ) {
+		return false
+	}
+	e.str("item_id", it.id)
+	e.int("output_index", it.index)
+	e.int("summary_index", 0)
+	return true
+}
+
+// added appends it to the output and writes its output_item.added.
+func (e *StreamEncoder) added(it *item) *item {
 	e.items = append(e.items, it)
 	if e.begin("response.output_item.added") {
 		e.int("output_index", it.index)
@@ -423,17 +436,11 @@ func (e *StreamEncoder) closeOpen(status string) {
 		}
 	case kindReasoning:
 		if len(it.parts) > 0 { // a summary part was opened
-			if e.begin("response.reasoning_summary_text.done") {
-				e.str("item_id", it.id)
-				e.int("output_index", it.index)
-				e.int("summary_index", 0)
+			if e.beginSummary("response.reasoning_summary_text.done", it) {
 				e.strBytes("text", it.text)
 				e.end()
 			}
-			if e.begin("response.reasoning_summary_part.done") {
-				e.str("item_id", it.id)
-				e.int("output_index", it.index)
-				e.int("summary_index", 0)
+			if e.beginSummary("response.reasoning_summary_part.done", it) {
 				e.buf = append(e.buf, `,"part":{"type":"summary_text","text":`...)
 				e.buf = appendStringBytes(e.buf, it.text)
 				e.buf = append(e.buf, '}')
@@ -547,19 +554,13 @@ func (e *StreamEncoder) reasoningDelta(ev *bridge.Event) {
 	}
 	if len(it.parts) == 0 {
 		it.parts = append(it.parts, &part{}) // marks the summary part open
-		if e.begin("response.reasoning_summary_part.added") {
-			e.str("item_id", it.id)
-			e.int("output_index", it.index)
-			e.int("summary_index", 0)
+		if e.beginSummary("response.reasoning_summary_part.added", it) {
 			e.buf = append(e.buf, `,"part":{"type":"summary_text","text":""}`...)
 			e.end()
 		}
 	}
 	it.text = append(it.text, ev.Text...)
-	if e.begin("response.reasoning_summary_text.delta") {
-		e.str("item_id", it.id)
-		e.int("output_index", it.index)
-		e.int("summary_index", 0)
+	if e.beginSummary("response.reasoning_summary_text.delta", it) {
 		e.str("delta", ev.Text)
 		e.end()
 	}
@@ -582,15 +583,7 @@ func (e *StreamEncoder) newCall(tc *bridge.ToolCall) *item {
 	// The item is complete when output_item.added is written, bar its
 	// arguments.
 	n := len(e.items)
-	it := &item{kind: kindCall, index: n, id: e.itemID("fc", n), hub: tc.Index, callID: tc.ID, name: tc.Name}
-	e.items = append(e.items, it)
-	if e.begin("response.output_item.added") {
-		e.int("output_index", it.index)
-		e.buf = append(e.buf, `,"item":`...)
-		e.buf = e.appendItem(e.buf, it, "in_progress", true)
-		e.end()
-	}
-	return it
+	return e.added(&item{kind: kindCall, index: n, id: e.itemID("fc", n), hub: tc.Index, callID: tc.ID, name: tc.Name})
 }
 
 func (e *StreamEncoder) toolCall(kind bridge.Kind, tc *bridge.ToolCall) {

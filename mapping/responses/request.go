@@ -177,7 +177,7 @@ func (d *reqDecoder) decode(top wire.Object) error {
 		}
 	}
 	if len(d.toolExtra) > 0 {
-		d.extra("tools", appendArray(nil, d.toolExtra))
+		d.extra("tools", wire.JoinArray(d.toolExtra))
 	}
 	if len(h.Tools) == 0 {
 		h.Tools = nil
@@ -263,7 +263,7 @@ func userTextItem(s string) json.RawMessage {
 	w := wire.NewObj()
 	w.Str("type", "message")
 	w.Str("role", "user")
-	w.Raw("content", appendArray(nil, []json.RawMessage{p.End()}))
+	w.Raw("content", wire.JoinArray([]json.RawMessage{p.End()}))
 	w.Str("status", "completed")
 	return w.End()
 }
@@ -369,7 +369,7 @@ func (in *inputDecoder) message(o wire.Object, path string) error {
 			p.Str("type", "input_text")
 			p.Str("text", s)
 		}
-		norm.Raw("content", appendArray(nil, []json.RawMessage{p.End()}))
+		norm.Raw("content", wire.JoinArray([]json.RawMessage{p.End()}))
 	case '[':
 		arr, err := wire.AsArray(raw, path+".content")
 		if err != nil {
@@ -884,7 +884,7 @@ func (d *reqDecoder) echo(top wire.Object) json.RawMessage {
 	default:
 		w.Str("tool_choice", string(tc.Mode))
 	}
-	w.Raw("tools", appendArray(nil, d.tools))
+	w.Raw("tools", wire.JoinArray(d.tools))
 	if h.TopP != nil {
 		w.Float("top_p", *h.TopP)
 	} else {
@@ -901,25 +901,4 @@ func (d *reqDecoder) echo(top wire.Object) json.RawMessage {
 		}
 	}
 	return w.End()
-}
-
-// appendArray appends the JSON values as one array.
-func appendArray(b []byte, vals []json.RawMessage) []byte {
-	b = append(b, '[')
-	for i, v := range vals {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	return append(b, ']')
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,10 @@
 package wire
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
 
 // ParseDataURL splits "data:<media type>;base64,<payload>". Only that exact
 // form is split (a media type without parameters), so DataURL of the parts
@@ -19,3 +23,15 @@ func ParseDataURL(s string) (mediaType, data string, ok bool) {
 
 // DataURL renders a base64 payload as a data: URL.
 func DataURL(mediaType, data string) string { return "data:" + mediaType + ";base64," + data }
+
+// PartType is the kind of part a file of mediaType makes: an image, an
+// audio clip, or any other file.
+func PartType(mediaType string) bridge.PartType {
+	switch {
+	case strings.HasPrefix(mediaType, "image/"):
+		return bridge.PartImage
+	case strings.HasPrefix(mediaType, "audio/"):
+		return bridge.PartAudio
+	}
+	return bridge.PartFile
+}

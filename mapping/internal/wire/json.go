@@ -480,6 +480,36 @@ func (w *ObjWriter) Raw(k string, v []byte) {
 	w.B = append(w.B, v...)
 }
 
+// Strings writes a member whose value is an array of strings.
+func (w *ObjWriter) Strings(k string, v []string) {
+	w.Key(k)
+	w.B = append(w.B, '[')
+	for i, s := range v {
+		if i > 0 {
+			w.B = append(w.B, ',')
+		}
+		w.B = AppendString(w.B, s)
+	}
+	w.B = append(w.B, ']')
+}
+
+// JoinArray joins JSON values into one array.
+func JoinArray[T ~[]byte](items []T) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
 // Null writes a null member.
 func (w *ObjWriter) Null(k string) { w.Raw(k, []byte("null")) }
 
