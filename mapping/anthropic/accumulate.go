@@ -140,15 +140,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 	w.Str("type", "message")
 	w.Str("role", "assistant")
 	w.Str("model", a.opt.Model)
-	w.Key("content")
-	w.B = append(w.B, '[')
-	for i, blk := range a.blocks {
-		if i > 0 {
-			w.B = append(w.B, ',')
-		}
-		w.B = append(w.B, a.block(blk)...)
-	}
-	w.B = append(w.B, ']')
+	w.Array("content", len(a.blocks), func(i int) []byte { return a.block(a.blocks[i]) })
 	w.Str("stop_reason", reason)
 	w.Raw("stop_sequence", []byte("null"))
 	w.Raw("usage", appendUsage(nil, &a.usage, true))

@@ -170,15 +170,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	case len(e.system) > 0:
 		w.Raw("system", wire.JoinArray(e.system))
 	}
-	w.Key("messages")
-	w.B = append(w.B, '[')
-	for i, m := range e.msgs {
-		if i > 0 {
-			w.B = append(w.B, ',')
-		}
-		w.B = append(w.B, m.render()...)
-	}
-	w.B = append(w.B, ']')
+	w.Array("messages", len(e.msgs), func(i int) []byte { return e.msgs[i].render() })
 
 	ntools := e.tools(w)
 	e.toolChoice(w, ntools)

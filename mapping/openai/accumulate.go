@@ -172,23 +172,10 @@ func (a *Accumulator) Response() ([]byte, error) {
 		msg.Str("reasoning_content", a.reasoning.String())
 	}
 	if len(a.calls) > 0 {
-		msg.Key("tool_calls")
-		msg.B = append(msg.B, '[')
-		for i := range a.calls {
+		msg.Array("tool_calls", len(a.calls), func(i int) []byte {
 			c := a.calls[i]
-			if i > 0 {
-				msg.B = append(msg.B, ',')
-			}
-			f := wire.NewObj()
-			f.Str("name", c.name)
-			f.Str("arguments", c.args.String())
-			t := wire.NewObj()
-			t.Str("id", c.id)
-			t.Str("type", "function")
-			t.Raw("function", f.End())
-			msg.B = append(msg.B, t.End()...)
-		}
-		msg.B = append(msg.B, ']')
+			return toolCallObject(c.id, c.name, c.args.String()).End()
+		})
 	}
 
 	choice := wire.NewObj()

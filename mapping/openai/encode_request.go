@@ -272,15 +272,9 @@ func (e *reqEncoder) message(m *bridge.Message, i int) ([]byte, error) {
 		return nil, err
 	}
 	if m.Role == bridge.RoleAssistant && len(m.ToolCalls) > 0 {
-		w.Key("tool_calls")
-		w.B = append(w.B, '[')
-		for j := range m.ToolCalls {
-			if j > 0 {
-				w.B = append(w.B, ',')
-			}
-			w.B = append(w.B, e.toolCall(&m.ToolCalls[j], path+".tool_calls["+strconv.Itoa(j)+"]")...)
-		}
-		w.B = append(w.B, ']')
+		w.Array("tool_calls", len(m.ToolCalls), func(j int) []byte {
+			return e.toolCall(&m.ToolCalls[j], path+".tool_calls["+strconv.Itoa(j)+"]")
+		})
 	} else if len(m.ToolCalls) > 0 {
 		e.drop(path + ".tool_calls")
 	}
@@ -304,15 +298,22 @@ func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path strin
 }
 
 func (e *reqEncoder) toolCall(tc *bridge.ToolCall, path string) []byte {
-	f := wire.NewObj()
-	f.Str("name", tc.Name)
-	f.Str("arguments", tc.Arguments)
-	w := wire.NewObj()
-	w.Str("id", tc.ID)
-	w.Str("type", "function")
-	w.Raw("function", f.End())
+	w := toolCallObject(tc.ID, tc.Name, tc.Arguments)
 	e.mergeOpaque(w, tc.Opaque, path)
 	return w.End()
+}
+
+// toolCallObject starts a tool call as an assistant message carries it:
+// {"id","type":"function","function":{"name","arguments"}}.
+func toolCallObject(id, name, arguments string) *wire.ObjWriter {
+	f := wire.NewObj()
+	f.Str("name", name)
+	f.Str("arguments", arguments)
+	w := wire.NewObj()
+	w.Str("id", id)
+	w.Str("type", "function")
+	w.Raw("function", f.End())
+	return w
 }
 
 // content writes a message's content: see EncodeRequest.

@@ -22,15 +22,7 @@ func EncodeHistory(p *bridge.HistoryPage) ([]byte, error) {
 		return nil, bridge.Errorf(bridge.CodeInternal, "openai: nil history page")
 	}
 	w := wire.NewObj()
-	w.Key("messages")
-	w.B = append(w.B, '[')
-	for i := range p.Messages {
-		if i > 0 {
-			w.B = append(w.B, ',')
-		}
-		w.B = append(w.B, historyMessage(&p.Messages[i])...)
-	}
-	w.B = append(w.B, ']')
+	w.Array("messages", len(p.Messages), func(i int) []byte { return historyMessage(&p.Messages[i]) })
 	w.Key("runs")
 	w.B = append(w.B, '[')
 	n := 0
@@ -90,23 +82,10 @@ func historyMessage(m *bridge.Message) []byte {
 		w.Str("reasoning_content", string(reasoning))
 	}
 	if len(m.ToolCalls) > 0 {
-		w.Key("tool_calls")
-		w.B = append(w.B, '[')
-		for j := range m.ToolCalls {
+		w.Array("tool_calls", len(m.ToolCalls), func(j int) []byte {
 			tc := &m.ToolCalls[j]
-			if j > 0 {
-				w.B = append(w.B, ',')
-			}
-			f := wire.NewObj()
-			f.Str("name", tc.Name)
-			f.Str("arguments", tc.Arguments)
-			t := wire.NewObj()
-			t.Str("id", tc.ID)
-			t.Str("type", "function")
-			t.Raw("function", f.End())
-			w.B = append(w.B, t.End()...)
-		}
-		w.B = append(w.B, ']')
+			return toolCallObject(tc.ID, tc.Name, tc.Arguments).End()
+		})
 	}
 	if m.Role == bridge.RoleTool {
 		w.Str("tool_call_id", m.ToolCallID)

@@ -124,10 +124,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	case tc.Mode == bridge.ToolChoiceAuto || tc.Mode == bridge.ToolChoiceNone || tc.Mode == bridge.ToolChoiceRequired:
 		w.Str("tool_choice", string(tc.Mode))
 	case tc.Mode == bridge.ToolChoiceTool:
-		c := wire.NewObj()
-		c.Str("type", "function")
-		c.Str("name", tc.Name)
-		w.Raw("tool_choice", c.End())
+		w.Raw("tool_choice", functionChoice(tc.Name))
 	default:
 		e.drop("tool_choice:" + string(tc.Mode))
 	}
@@ -572,4 +569,12 @@ func joinText(parts []bridge.Part) string {
 		sb.WriteString(partText(&parts[i]))
 	}
 	return sb.String()
+}
+
+// functionChoice is the tool_choice that names one function.
+func functionChoice(name string) []byte {
+	c := wire.NewObj()
+	c.Str("type", "function")
+	c.Str("name", name)
+	return c.End()
 }

@@ -877,10 +877,7 @@ func (d *reqDecoder) echo(top wire.Object) json.RawMessage {
 			w.Str("tool_choice", "auto")
 		}
 	case tc.Mode == bridge.ToolChoiceTool:
-		c := wire.NewObj()
-		c.Str("type", "function")
-		c.Str("name", tc.Name)
-		w.Raw("tool_choice", c.End())
+		w.Raw("tool_choice", functionChoice(tc.Name))
 	default:
 		w.Str("tool_choice", string(tc.Mode))
 	}

@@ -493,6 +493,20 @@ func (w *ObjWriter) Strings(k string, v []string) {
 	w.B = append(w.B, ']')
 }
 
+// Array writes a member whose value is an array of n elements, elem(i)
+// giving element i's JSON.
+func (w *ObjWriter) Array(k string, n int, elem func(i int) []byte) {
+	w.Key(k)
+	w.B = append(w.B, '[')
+	for i := range n {
+		if i > 0 {
+			w.B = append(w.B, ',')
+		}
+		w.B = append(w.B, elem(i)...)
+	}
+	w.B = append(w.B, ']')
+}
+
 // JoinArray joins JSON values into one array.
 func JoinArray[T ~[]byte](items []T) []byte {
 	n := 2

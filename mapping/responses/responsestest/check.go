@@ -450,23 +450,37 @@ func (k *checker) snapshot(raw json.RawMessage) map[string]json.RawMessage {
 	return r
 }
 
+// callFields are the members of a function_call item.
+type callFields struct {
+	Arguments *string `json:"arguments"`
+	CallID    string  `json:"call_id"`
+	Name      string  `json:"name"`
+}
+
+// item reads an event's item into it; false (and reported) when it
+// cannot.
+func (k *checker) item(m map[string]json.RawMessage, it any) bool {
+	if err := json.Unmarshal(m["item"], it); err != nil {
+		k.bad("item: %v", err)
+		return false
+	}
+	return true
+}
+
 func (k *checker) itemAdded(m map[string]json.RawMessage) {
 	idx, ok := integer(m["output_index"])
 	if !ok || idx != len(k.items) {
 		k.bad("output_index %s, %d items so far", m["output_index"], len(k.items))
 	}
 	var it struct {
-		ID        string             `json:"id"`
-		Type      string             `json:"type"`
-		Status    string             `json:"status"`
-		Content   *[]json.RawMessage `json:"content"`
-		Summary   *[]json.RawMessage `json:"summary"`
-		Arguments *string            `json:"arguments"`
-		CallID    string             `json:"call_id"`
-		Name      string             `json:"name"`
+		ID      string             `json:"id"`
+		Type    string             `json:"type"`
+		Status  string             `json:"status"`
+		Content *[]json.RawMessage `json:"content"`
+		Summary *[]json.RawMessage `json:"summary"`
+		callFields
 	}
-	if err := json.Unmarshal(m["item"], &it); err != nil {
-		k.bad("item: %v", err)
+	if !k.item(m, &it) {
 		return
 	}
 	if it.ID == "" || k.byID[it.ID] != nil {
@@ -540,13 +554,10 @@ func (k *checker) itemDone(m map[string]json.RawMessage) {
 		Summary []struct {
 			Type, Text string
 		} `json:"summary"`
-		EncryptedContent string  `json:"encrypted_content"`
-		Arguments        *string `json:"arguments"`
-		CallID           string  `json:"call_id"`
-		Name             string  `json:"name"`
+		EncryptedContent string `json:"encrypted_content"`
+		callFields
 	}
-	if err := json.Unmarshal(m["item"], &it); err != nil {
-		k.bad("item: %v", err)
+	if !k.item(m, &it) {
 		return
 	}
 	s := k.byID[it.ID]
