@@ -175,15 +175,7 @@ func (e *StreamEncoder) write() error {
 
 // frameHead appends the id and event lines and "data: ".
 func (e *StreamEncoder) frameHead(ev *bridge.Event, name string) {
-	b := e.buf
-	if ev.RunID != "" {
-		// bridge.EventID, without its allocation.
-		b = append(b, "id: "...)
-		b = append(b, ev.RunID...)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, ev.Seq, 10)
-		b = append(b, '\n')
-	}
+	b := wire.AppendID(e.buf, ev.RunID, ev.Seq, 0)
 	b = append(b, "event: "...)
 	b = append(b, name...)
 	b = append(b, "\ndata: "...)

@@ -215,20 +215,7 @@ func (e *StreamEncoder) beginFrame(ev *bridge.Event, frame int) {
 // idLine starts a frame of ev with its id line: bridge.EventID, or with
 // frame > 0 bridge.FrameID (a frame before the event's last).
 func (e *StreamEncoder) idLine(ev *bridge.Event, frame int) {
-	b := e.buf[:0]
-	if ev.RunID != "" {
-		// bridge.EventID or FrameID, without their allocation.
-		b = append(b, "id: "...)
-		b = append(b, ev.RunID...)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, ev.Seq, 10)
-		if frame > 0 {
-			b = append(b, '.')
-			b = strconv.AppendInt(b, int64(frame), 10)
-		}
-		b = append(b, '\n')
-	}
-	e.buf = b
+	e.buf = wire.AppendID(e.buf[:0], ev.RunID, ev.Seq, frame)
 }
 
 // end closes the delta and the chunk and writes the frame.

@@ -283,13 +283,7 @@ func (e *StreamEncoder) begin(typ string) bool {
 	b := append(e.buf, "event: "...)
 	b = append(b, typ...)
 	b = append(b, '\n')
-	if e.evRun != "" {
-		b = append(b, "id: "...)
-		b = append(b, e.evRun...)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, e.evSeq, 10)
-		b = append(b, '\n')
-	}
+	b = wire.AppendID(b, e.evRun, e.evSeq, 0)
 	b = append(b, `data: {"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","sequence_number":`...)

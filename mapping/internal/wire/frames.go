@@ -49,3 +49,21 @@ func (n *FrameIDs) Number(b []byte) []byte {
 }
 
 var idPrefix = []byte("id: ")
+
+// AppendID appends a frame's id line, "id: <run>:<seq>\n": bridge.EventID,
+// or with frame > 0 bridge.FrameID, without their allocation. Nothing is
+// appended when run is "".
+func AppendID(b []byte, run string, seq int64, frame int) []byte {
+	if run == "" {
+		return b
+	}
+	b = append(b, idPrefix...)
+	b = append(b, run...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, seq, 10)
+	if frame > 0 {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, int64(frame), 10)
+	}
+	return append(b, '\n')
+}

@@ -1,6 +1,10 @@
 package wire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/bridge-dev/bridge/bridge"
+)
 
 func TestFrameIDsNumber(t *testing.T) {
 	tests := []struct{ name, in, want string }{
@@ -24,5 +28,19 @@ func TestFrameIDsNumber(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAppendID: the id line is bridge.EventID's, or FrameID's for a frame
+// before the event's last; none without a run.
+func TestAppendID(t *testing.T) {
+	if got := AppendID([]byte("x"), "", 3, 0); string(got) != "x" {
+		t.Errorf("no run: %q", got)
+	}
+	if got, want := string(AppendID(nil, "run_1", 42, 0)), "id: "+bridge.EventID("run_1", 42)+"\n"; got != want {
+		t.Errorf("event: %q, want %q", got, want)
+	}
+	if got, want := string(AppendID([]byte("a"), "run_1", 42, 2)), "aid: "+bridge.FrameID("run_1", 42, 2)+"\n"; got != want {
+		t.Errorf("frame: %q, want %q", got, want)
 	}
 }
