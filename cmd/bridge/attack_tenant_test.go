@@ -285,7 +285,7 @@ var crossIDFree = map[string]string{
 	"POST /v1/messages/count_tokens": "counts a body's tokens", "POST /v1/responses/input_tokens": "counts a body's tokens",
 	"GET /api/sessions": "the caller's list (the leak check covers it)", "GET /apps/{app}/users/{user}/sessions": "the caller's list (the leak check covers it)",
 	"GET /v1/capabilities": "static", "GET /health": "static", "GET /v1/health": "static", "GET /healthz": "static",
-	"GET /v1/responses": "WebSocket mode (its frames carry previous_response_id; not tried here)",
+	"GET /v1/responses": "WebSocket mode: its frames carry previous_response_id, tried over a WebSocket below",
 	"GET /ui/{$}":       "the page", "GET /ui/assets/": "static files", "/ui/": "a redirect", "GET /ui/api/me": "the caller",
 }
 
@@ -430,6 +430,25 @@ func TestAttackCrossPrincipal(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The Responses WebSocket mode: a response.create continuing key one's
+	// stored response, and one continuing a response no one made.
+	ws := wsDial(t, m, tenantTwo)
+	var wsAnswers [2]string
+	count.add("GET /v1/responses (WebSocket)")
+	tried++
+	for i, id := range []string{one["{RESP}"], never["{RESP}"]} {
+		wsSend(t, ws, create("probe", "model", "echo", "previous_response_id", id))
+		msgs := wsTurn(t, ws)
+		for _, msg := range msgs {
+			wsAnswers[i] += strings.ReplaceAll(msg.raw, id, "<id>")
+		}
+		if i == 0 {
+			statuses[msgs[len(msgs)-1].Status]++
+		}
+	}
+	if strings.Contains(wsAnswers[0], secret) || masked(wsAnswers[0], "") != masked(wsAnswers[1], "") {
+		t.Errorf("WebSocket response.create: key one's response answers %.300s\n\tone no one made answers %.300s", wsAnswers[0], wsAnswers[1])
 	}
 	t.Logf("cross-principal: %d routes with ids, %d requests tried twice (key one's ids, ids no one made); statuses %v", routes, tried, statuses)
 	if routes < 25 {
