@@ -185,10 +185,7 @@ func (e *StreamEncoder) encode(ev *bridge.Event) []Event {
 			add(o)
 		}
 	case bridge.KindFinal:
-		f := ev.Final
-		if f == nil {
-			f = &bridge.Final{Status: bridge.StatusCompleted}
-		}
+		f := wire.FinalOf(ev.Final)
 		var longRunning []string
 		if f.Status == bridge.StatusInputRequired {
 			longRunning = e.calls

@@ -16,9 +16,7 @@ type Accumulator struct {
 	opt     StreamOptions
 	b       builder
 	blocks  []*accBlock
-	usage   bridge.Usage
-	final   *bridge.Final
-	err     *bridge.Error // from an error event
+	out     wire.Outcome
 	dropped []string
 }
 
@@ -40,11 +38,11 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 	if ev == nil {
 		return
 	}
-	if a.final != nil {
-		if a.final.Status != bridge.StatusInputRequired || ev.Kind == bridge.KindFinal {
+	if a.out.Final != nil {
+		if a.out.Final.Status != bridge.StatusInputRequired || ev.Kind == bridge.KindFinal {
 			return
 		}
-		a.final = nil
+		a.out.Final = nil
 	}
 	switch ev.Kind {
 	case bridge.KindRunStarted, bridge.KindUserMessage:
@@ -56,22 +54,10 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 			a.opt.Model = ev.Model
 		}
 		a.apply(a.b.add(ev))
-	case bridge.KindUsage:
-		a.usage.Merge(ev.Usage)
-	case bridge.KindError:
-		if a.err == nil {
-			a.err = ev.Error
-			if a.err == nil {
-				a.err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-			}
-		}
+	case bridge.KindUsage, bridge.KindError:
+		a.out.Add(ev)
 	case bridge.KindFinal:
-		f := ev.Final
-		if f == nil {
-			f = &bridge.Final{Status: bridge.StatusCompleted}
-		}
-		a.final = f
-		a.usage.Merge(f.Usage)
+		a.out.Add(ev)
 		a.apply(a.b.finish())
 	default:
 		a.apply(a.b.add(ev))
@@ -119,19 +105,10 @@ func (a *Accumulator) Dropped() []string {
 // failed, cancelled or interrupted, or no final at all) returns its
 // *bridge.Error instead, for the caller to render with EncodeError.
 func (a *Accumulator) Response() ([]byte, error) {
-	if a.final == nil {
-		if a.err != nil {
-			return nil, a.err
-		}
-		return nil, bridge.Errorf(bridge.CodeInternal, "run ended without a final event")
-	}
-	if err := wire.FinalError(a.final, nil, bridge.CodeInternal); err != nil {
-		if a.final.Status == bridge.StatusFailed && a.final.Error == nil && a.err != nil {
-			return nil, a.err
-		}
+	if err := a.out.AnswerError(finalError); err != nil {
 		return nil, err
 	}
-	reason, drop := stopReason(a.final)
+	reason, drop := stopReason(a.out.Final)
 	if drop != "" {
 		a.dropped = wire.AddDropped(a.dropped, drop)
 	}
@@ -143,7 +120,7 @@ func (a *Accumulator) Response() ([]byte, error) {
 	w.Array("content", len(a.blocks), func(i int) []byte { return a.block(a.blocks[i]) })
 	w.Str("stop_reason", reason)
 	w.Raw("stop_sequence", []byte("null"))
-	w.Raw("usage", appendUsage(nil, &a.usage, true))
+	w.Raw("usage", appendUsage(nil, &a.out.Usage, true))
 	return w.End(), nil
 }
 

@@ -124,10 +124,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		if e.started {
 			e.frames(ev, e.b.finish())
 		}
-		err := ev.Error
-		if err == nil {
-			err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-		}
+		err := wire.ErrorOf(ev.Error)
 		e.errorFrame(ev, err)
 		return e.write()
 	case bridge.KindFinal:
@@ -273,12 +270,9 @@ func (e *StreamEncoder) errorFrame(ev *bridge.Event, err *bridge.Error) {
 
 func (e *StreamEncoder) final(ev *bridge.Event) error {
 	e.finished = true
-	f := ev.Final
-	if f == nil {
-		f = &bridge.Final{Status: bridge.StatusCompleted}
-	}
+	f := wire.FinalOf(ev.Final)
 	e.usage.Merge(f.Usage)
-	if err := wire.FinalError(f, nil, bridge.CodeInternal); err != nil {
+	if err := finalError(f, nil); err != nil {
 		if e.errSent {
 			return nil
 		}

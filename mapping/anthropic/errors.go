@@ -54,9 +54,7 @@ func rowOf(c bridge.Code) errorRow {
 // dialect's mean nothing to this client, so the table decides from the
 // code.
 func EncodeError(err *bridge.Error) (status int, body []byte) {
-	if err == nil {
-		err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-	}
+	err = wire.ErrorOf(err)
 	row := rowOf(err.Code)
 	status, typ := row.status, row.typ
 	if err.Dialect == Dialect {
@@ -200,4 +198,11 @@ func classifyType(typ string) bridge.Code {
 		return bridge.CodeUnavailable
 	}
 	return bridge.CodeUpstream // api_error and anything unknown
+}
+
+// finalError is the error a final that did not succeed stands for in
+// Messages (wire.FinalError): Messages has no cancel status, so a cancel
+// is CodeInternal.
+func finalError(f *bridge.Final, failed *bridge.Error) *bridge.Error {
+	return wire.FinalError(f, failed, bridge.CodeInternal)
 }

@@ -102,9 +102,7 @@ func Errorf(code bridge.Code, hermesCode, format string, args ...any) *bridge.Er
 // code err carries (from Errorf or a Hermes upstream) is kept; errors of
 // other dialects get the table's.
 func EncodeError(err *bridge.Error) (status int, body []byte) {
-	if err == nil {
-		err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-	}
+	err = wire.ErrorOf(err)
 	row := rowOf(err.Code)
 	status, typ, code := row.status, row.typ, row.wire
 	if err.Dialect == Dialect || err.Dialect == "" {

@@ -17,9 +17,7 @@ type Accumulator struct {
 	refusal   strings.Builder
 	reasoning strings.Builder
 	calls     []*accCall
-	usage     bridge.Usage
-	final     *bridge.Final
-	err       *bridge.Error // from an error event
+	out       wire.Outcome
 	dropped   []string
 }
 
@@ -37,7 +35,7 @@ func NewAccumulator(opt StreamOptions) *Accumulator { return &Accumulator{opt: o
 
 // Add folds one event in. Events after a final are ignored.
 func (a *Accumulator) Add(ev *bridge.Event) {
-	if ev == nil || a.final != nil {
+	if ev == nil || a.out.Final != nil {
 		return
 	}
 	if ev.Opaque != nil && ev.Opaque.Dialect != Dialect {
@@ -71,24 +69,10 @@ func (a *Accumulator) Add(ev *bridge.Event) {
 			return
 		}
 		a.toolCall(ev)
-	case bridge.KindUsage:
-		a.usage.Merge(ev.Usage)
+	case bridge.KindUsage, bridge.KindError, bridge.KindFinal:
+		a.out.Add(ev)
 	case bridge.KindToolResult, bridge.KindArtifact, bridge.KindStateUpdate:
 		a.dropped = wire.AddDropped(a.dropped, string(ev.Kind))
-	case bridge.KindError:
-		if a.err == nil {
-			a.err = ev.Error
-			if a.err == nil {
-				a.err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-			}
-		}
-	case bridge.KindFinal:
-		f := ev.Final
-		if f == nil {
-			f = &bridge.Final{Status: bridge.StatusCompleted}
-		}
-		a.final = f
-		a.usage.Merge(f.Usage)
 	}
 }
 
@@ -139,19 +123,10 @@ func (a *Accumulator) Dropped() []string { return a.dropped }
 // (a final failed, cancelled or interrupted, or no final at all) returns
 // its *bridge.Error instead, for the caller to render with EncodeError.
 func (a *Accumulator) Response() ([]byte, error) {
-	if a.final == nil {
-		if a.err != nil {
-			return nil, a.err
-		}
-		return nil, bridge.Errorf(bridge.CodeInternal, "run ended without a final event")
-	}
-	if err := oaierror.FinalError(a.final, nil); err != nil {
-		if a.final.Status == bridge.StatusFailed && a.final.Error == nil && a.err != nil {
-			return nil, a.err
-		}
+	if err := a.out.AnswerError(oaierror.FinalError); err != nil {
 		return nil, err
 	}
-	reason, drop := finishReason(a.final)
+	reason, drop := finishReason(a.out.Final)
 	if drop != "" {
 		a.dropped = wire.AddDropped(a.dropped, drop)
 	}
@@ -193,6 +168,6 @@ func (a *Accumulator) Response() ([]byte, error) {
 	w.B = append(w.B, '[')
 	w.B = append(w.B, choice.End()...)
 	w.B = append(w.B, ']')
-	w.Raw("usage", appendUsage(nil, &a.usage))
+	w.Raw("usage", appendUsage(nil, &a.out.Usage))
 	return w.End(), nil
 }

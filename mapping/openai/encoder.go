@@ -177,10 +177,7 @@ func (e *StreamEncoder) Encode(ev *bridge.Event) error {
 		if e.errSent {
 			return nil
 		}
-		err := ev.Error
-		if err == nil {
-			err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-		}
+		err := wire.ErrorOf(ev.Error)
 		return e.errorFrame(ev, err)
 	case bridge.KindFinal:
 		return e.final(ev)
@@ -338,10 +335,7 @@ func (e *StreamEncoder) errorFrame(ev *bridge.Event, err *bridge.Error) error {
 
 func (e *StreamEncoder) final(ev *bridge.Event) error {
 	e.finished = true
-	f := ev.Final
-	if f == nil {
-		f = &bridge.Final{Status: bridge.StatusCompleted}
-	}
+	f := wire.FinalOf(ev.Final)
 	e.usage.Merge(f.Usage)
 	if err := oaierror.FinalError(f, nil); err != nil {
 		if !e.errSent {

@@ -244,19 +244,13 @@ func (e *StreamEncoder) handle(ev *bridge.Event) {
 	case bridge.KindError:
 		e.start()
 		if !e.errSent {
-			err := ev.Error
-			if err == nil {
-				err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-			}
+			err := wire.ErrorOf(ev.Error)
 			e.errEv = err
 			e.errorEvent(err)
 		}
 	case bridge.KindFinal:
 		e.start()
-		f := ev.Final
-		if f == nil {
-			f = &bridge.Final{Status: bridge.StatusCompleted}
-		}
+		f := wire.FinalOf(ev.Final)
 		e.usage.Merge(f.Usage)
 		e.doneAt = e.opt.Created
 		if !ev.Time.IsZero() {

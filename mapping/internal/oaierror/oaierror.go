@@ -59,9 +59,7 @@ func rowOf(c bridge.Code) errorRow {
 // and UpstreamCode that err carries from an upstream are passed through
 // unchanged; the table fills in what is missing.
 func EncodeError(err *bridge.Error) (status int, body []byte) {
-	if err == nil {
-		err = &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
-	}
+	err = wire.ErrorOf(err)
 	row := rowOf(err.Code)
 	status, typ, code := row.status, row.typ, row.wire
 	if err.Dialect != "" && err.Dialect != Dialect {

@@ -105,3 +105,21 @@ func CodeOfStatus(status int) (code bridge.Code, ok bool) {
 	code, ok = statusCodes[status]
 	return code, ok
 }
+
+// ErrorOf is the error an error event carries, or an internal error when
+// it carries none.
+func ErrorOf(err *bridge.Error) *bridge.Error {
+	if err == nil {
+		return &bridge.Error{Code: bridge.CodeInternal, Message: "internal error"}
+	}
+	return err
+}
+
+// FinalOf is the final a final event carries, or a completed one when it
+// carries none.
+func FinalOf(f *bridge.Final) *bridge.Final {
+	if f == nil {
+		return &bridge.Final{Status: bridge.StatusCompleted}
+	}
+	return f
+}
