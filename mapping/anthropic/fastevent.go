@@ -15,12 +15,8 @@ import (
 // decodes with encoding/json. FuzzFastEvent holds the two to the same
 // result.
 func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
-	v, ok := wire.FastObject(p, data)
-	if !ok {
-		return false
-	}
 	var seen uint8
-	return wire.Fields(v, func(key []byte, v *fastjson.Value) bool {
+	return wire.FastFields(p, data, func(key []byte, v *fastjson.Value) bool {
 		switch string(key) {
 		case "type":
 			if !wire.Once(&seen, 1) || !wire.Str(v, &ev.Type) {

@@ -115,16 +115,7 @@ func TestDecodeStreamEdges(t *testing.T) {
 func TestDecodeStreamStopsWhenAsked(t *testing.T) {
 	ev := &anthropictest.Events{ID: "m", Model: "x"}
 	ev.Start(1, 0, 0).Text("a", "b", "c").Delta("end_turn", 3).Stop()
-	n := 0
-	for range DecodeStream(strings.NewReader(sseOf(ev.List()))) {
-		n++
-		if n == 3 {
-			break
-		}
-	}
-	if n != 3 {
-		t.Errorf("got %d events", n)
-	}
+	golden.StopsWhenAsked(t, DecodeStream(strings.NewReader(sseOf(ev.List()))), 3)
 }
 
 // TestEncoderPingAndClose: a ping is written only inside a message and

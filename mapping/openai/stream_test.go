@@ -472,16 +472,7 @@ func TestDecodeStreamErrors(t *testing.T) {
 // TestDecodeStreamStops: a consumer that stops early gets nothing more.
 func TestDecodeStreamStops(t *testing.T) {
 	up := chunkJSON(t, map[string]any{"content": "a"}, nil) + chunkJSON(t, map[string]any{"content": "b"}, nil)
-	n := 0
-	for range DecodeStream(strings.NewReader(up)) {
-		n++
-		if n == 2 {
-			break
-		}
-	}
-	if n != 2 {
-		t.Errorf("%d events", n)
-	}
+	golden.StopsWhenAsked(t, DecodeStream(strings.NewReader(up)), 2)
 }
 
 // TestToolCallsWithoutIndex: servers that omit index (one complete call per

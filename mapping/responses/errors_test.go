@@ -15,12 +15,7 @@ func TestErrorTable(t *testing.T) {
 	for _, c := range bridge.Codes() {
 		status, body := EncodeError(&bridge.Error{Code: c, Message: "m"})
 		var env struct {
-			Error struct {
-				Message string  `json:"message"`
-				Type    string  `json:"type"`
-				Param   *string `json:"param"`
-				Code    *string `json:"code"`
-			} `json:"error"`
+			Error struct{ Message, Type string } `json:"error"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil || env.Error.Type == "" || env.Error.Message != "m" {
 			t.Errorf("%s: body %s", c, body)

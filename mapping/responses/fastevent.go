@@ -16,12 +16,8 @@ import (
 // other event types, which are rarer; the caller then decodes with
 // encoding/json. FuzzFastEvent holds the two to the same result.
 func fastEvent(p *fastjson.Parser, data []byte, ev *wireEvent) bool {
-	v, ok := wire.FastObject(p, data)
-	if !ok {
-		return false
-	}
 	var seen uint8
-	return wire.Fields(v, func(key []byte, v *fastjson.Value) bool {
+	return wire.FastFields(p, data, func(key []byte, v *fastjson.Value) bool {
 		switch string(key) {
 		case "type":
 			return wire.Once(&seen, 1) && wire.Str(v, &ev.Type) && strings.HasSuffix(ev.Type, ".delta")

@@ -270,6 +270,23 @@ func Collect(t testing.TB, s bridge.Stream) (events []bridge.Event, err error) {
 	return append(events, bridge.Event{Kind: bridge.KindError, Source: bridge.SourceBridge, Error: failed}), failed
 }
 
+// StopsWhenAsked ranges over a stream and stops after n events: a decoder
+// that yields again after its consumer stopped panics (the range-over-func
+// rule), and one that ends before n events fails t.
+func StopsWhenAsked(t testing.TB, s bridge.Stream, n int) {
+	t.Helper()
+	got := 0
+	for range s {
+		got++
+		if got == n {
+			break
+		}
+	}
+	if got != n {
+		t.Errorf("got %d events, want %d", got, n)
+	}
+}
+
 // SameAsJSON is the oracle of a fast decoding path: when fast takes data
 // (reports true), data must be JSON that json.Unmarshal takes too, into
 // exactly the same value.

@@ -20,18 +20,19 @@ func FastOK(data []byte) bool {
 	return Plain(data) && utf8.Valid(data) && fastjson.ValidateBytes(data) == nil
 }
 
-// FastObject parses data with p when it may take a fast path (FastOK)
-// and is a JSON object; else it reports false. The value is valid until
-// p parses again.
-func FastObject(p *fastjson.Parser, data []byte) (*fastjson.Value, bool) {
+// FastFields parses data with p when it may take a fast path (FastOK)
+// and is a JSON object, and calls field for each of its keys (Fields); it
+// reports false when data may not take the fast path or field refused a
+// key. The values are valid until p parses again.
+func FastFields(p *fastjson.Parser, data []byte, field func(key []byte, v *fastjson.Value) bool) bool {
 	if !FastOK(data) {
-		return nil, false
+		return false
 	}
 	v, err := p.ParseBytes(data)
 	if err != nil || v.Type() != fastjson.TypeObject {
-		return nil, false
+		return false
 	}
-	return v, true
+	return Fields(v, field)
 }
 
 // Plain reports whether data has neither a control character nor a \u
