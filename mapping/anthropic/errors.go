@@ -139,35 +139,31 @@ func fillError(e *bridge.Error, raw []byte) bool {
 	return e.Type != "" || e.Message != ""
 }
 
-// classify picks the bridge code of an upstream error.
+// classify picks the bridge code of an upstream error: wire's status
+// table (wire.CodeOfStatus), but for 402 (billing), 408, 499, 529
+// (overloaded) and 501 (which, as any other 5xx, is to the bridge a bad
+// gateway); the type decides a 422, another 4xx, and an error inside a
+// stream (status 0).
 func classify(status int, typ string) bridge.Code {
 	switch {
-	case status == 0:
+	case status == 0, status == http.StatusUnprocessableEntity:
 		return classifyType(typ)
-	case status == http.StatusBadRequest:
-		return bridge.CodeInvalid
-	case status == http.StatusUnauthorized:
-		return bridge.CodeUnauthenticated
-	case status == http.StatusPaymentRequired, status == http.StatusForbidden:
+	case status == http.StatusPaymentRequired:
 		return bridge.CodePermissionDenied
-	case status == http.StatusNotFound:
-		return bridge.CodeNotFound
 	case status == http.StatusRequestTimeout:
 		return bridge.CodeTimeout
-	case status == http.StatusConflict:
-		return bridge.CodeConflict
-	case status == http.StatusRequestEntityTooLarge:
-		return bridge.CodeTooLarge
-	case status == http.StatusTooManyRequests:
-		return bridge.CodeRateLimited
 	case status == 499:
 		return bridge.CodeCanceled
-	case status == http.StatusServiceUnavailable, status == StatusOverloaded:
+	case status == StatusOverloaded:
 		return bridge.CodeUnavailable
-	case status == http.StatusGatewayTimeout:
-		return bridge.CodeTimeout
+	case status == http.StatusNotImplemented:
+		return bridge.CodeUpstream
+	}
+	if c, ok := wire.CodeOfStatus(status); ok {
+		return c
+	}
+	switch {
 	case status >= 500:
-		// An upstream's own 500 is, to the bridge, a bad gateway.
 		return bridge.CodeUpstream
 	case status >= 400:
 		return classifyType(typ)

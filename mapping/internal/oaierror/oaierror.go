@@ -167,38 +167,27 @@ func scalarText(raw json.RawMessage) string {
 	return ""
 }
 
-// classify picks the bridge code of an upstream error.
+// classify picks the bridge code of an upstream error: wire's status
+// table (wire.CodeOfStatus), but for a 400 whose code says unsupported,
+// 408, 499 and 501 (which, as any other 5xx, is to the bridge a bad
+// gateway).
 func classify(status int, typ, code string) bridge.Code {
 	switch {
 	case status == 0:
 		return classifyType(typ, code)
-	case status == http.StatusBadRequest:
-		if code == "unsupported" {
-			return bridge.CodeUnsupported
-		}
-		return bridge.CodeInvalid
-	case status == http.StatusUnauthorized:
-		return bridge.CodeUnauthenticated
-	case status == http.StatusForbidden:
-		return bridge.CodePermissionDenied
-	case status == http.StatusNotFound:
-		return bridge.CodeNotFound
+	case status == http.StatusBadRequest && code == "unsupported":
+		return bridge.CodeUnsupported
 	case status == http.StatusRequestTimeout:
 		return bridge.CodeTimeout
-	case status == http.StatusConflict:
-		return bridge.CodeConflict
-	case status == http.StatusRequestEntityTooLarge:
-		return bridge.CodeTooLarge
-	case status == http.StatusTooManyRequests:
-		return bridge.CodeRateLimited
 	case status == 499:
 		return bridge.CodeCanceled
-	case status == http.StatusServiceUnavailable:
-		return bridge.CodeUnavailable
-	case status == http.StatusGatewayTimeout:
-		return bridge.CodeTimeout
-	case status >= 500:
-		// An upstream's own 500 is, to the bridge, a bad gateway.
+	case status == http.StatusNotImplemented:
+		return bridge.CodeUpstream
+	}
+	if c, ok := wire.CodeOfStatus(status); ok {
+		return c
+	}
+	if status >= 500 {
 		return bridge.CodeUpstream
 	}
 	return bridge.CodeInvalid
