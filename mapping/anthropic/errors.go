@@ -39,13 +39,9 @@ var errorTable = []errorRow{
 	{bridge.CodeInternal, http.StatusInternalServerError, "api_error"},
 }
 
+// rowOf is c's row; internal's, the last, for a code the table lacks.
 func rowOf(c bridge.Code) errorRow {
-	for _, r := range errorTable {
-		if r.code == c {
-			return r
-		}
-	}
-	return errorTable[len(errorTable)-1] // internal
+	return wire.Row(errorTable, func(r errorRow) bool { return r.code == c })
 }
 
 // EncodeError renders err as an Anthropic error response: the HTTP status

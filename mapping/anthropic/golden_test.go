@@ -85,26 +85,12 @@ func TestGoldenStreams(t *testing.T) {
 	}, "stream_*.txtar")
 }
 
-// TestGoldenRequests runs testdata/request_*.txtar. With a request.json
-// section, it is decoded (DecodeRequest) and compared with hub.json, and
-// decoding what EncodeRequest made must give the same request back (unless
-// the comment says "lossy: yes"); without one, hub.json is the input (a
-// request from another dialect). Either way EncodeRequest's body (indented)
-// is compared with upstream.json and what was dropped (by the decoder, then
-// the encoder) with dropped.txt.
+// TestGoldenRequests runs testdata/request_*.txtar (golden.Requests) with
+// DecodeRequest and EncodeRequest.
 func TestGoldenRequests(t *testing.T) {
-	golden.Run(t, func(t *testing.T, a *golden.Archive) {
-		req, fromWire := a.Request(t, DecodeRequest)
-		out, dropped, err := EncodeRequest(req, EncodeOptions{})
-		if err != nil {
-			t.Fatalf("EncodeRequest: %v", err)
-		}
-		a.CheckJSON(t, "upstream.json", out)
-		a.CheckLines(t, "dropped.txt", append(slices.Clone(req.Dropped), dropped...))
-		if fromWire && !a.Flag("lossy") {
-			golden.RoundTrip(t, req, out, DecodeRequest, withoutStream)
-		}
-	}, "request_*.txtar")
+	golden.Requests(t, DecodeRequest, func(req *bridge.Request) ([]byte, []string, error) {
+		return EncodeRequest(req, EncodeOptions{})
+	}, withoutStream)
 }
 
 // withoutStream clears what EncodeRequest always sets.

@@ -49,25 +49,10 @@ func TestGoldenStreams(t *testing.T) {
 	}, "stream_*.txtar")
 }
 
-// TestGoldenRequests runs testdata/request_*.txtar. With a request.json
-// section, it is decoded (DecodeRequest) and compared with hub.json, and
-// decoding what EncodeRequest made must give the same request back; without
-// one, hub.json is the input (a request from another dialect). Either way
-// EncodeRequest's body (indented) is compared with upstream.json and what
-// it dropped with dropped.txt.
+// TestGoldenRequests runs testdata/request_*.txtar (golden.Requests) with
+// DecodeRequest and EncodeRequest.
 func TestGoldenRequests(t *testing.T) {
-	golden.Run(t, func(t *testing.T, a *golden.Archive) {
-		req, fromWire := a.Request(t, DecodeRequest)
-		body, dropped, err := EncodeRequest(req)
-		if err != nil {
-			t.Fatalf("EncodeRequest: %v", err)
-		}
-		a.CheckJSON(t, "upstream.json", body)
-		a.CheckLines(t, "dropped.txt", dropped)
-		if fromWire && !a.Flag("lossy") {
-			golden.RoundTrip(t, req, body, DecodeRequest, withoutStream)
-		}
-	}, "request_*.txtar")
+	golden.Requests(t, DecodeRequest, EncodeRequest, withoutStream)
 }
 
 // withoutStream clears what EncodeRequest always sets.

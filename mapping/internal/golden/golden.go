@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -345,4 +346,27 @@ func Accumulated(t testing.TB, acc Accumulator, events []bridge.Event, encodeErr
 		head = fmt.Appendf(nil, "status %d\n", status)
 	}
 	return append(head, Indent(t, body)...)
+}
+
+// Requests runs testdata/request_*.txtar through a dialect's request
+// codec. With a request.json section, it is decoded (decode) and compared
+// with hub.json, and decoding what encode made must give the same request
+// back, apart from what norm clears on both sides (unless the comment says
+// "lossy: yes"); without one, hub.json is the input (a request from
+// another dialect). Either way encode's body (indented) is compared with
+// upstream.json, and what was dropped (by the decoder, then the encoder)
+// with dropped.txt.
+func Requests(t *testing.T, decode func([]byte) (*bridge.Request, error), encode func(*bridge.Request) ([]byte, []string, error), norm func(*bridge.Request) *bridge.Request) {
+	Run(t, func(t *testing.T, a *Archive) {
+		req, fromWire := a.Request(t, decode)
+		body, dropped, err := encode(req)
+		if err != nil {
+			t.Fatalf("EncodeRequest: %v", err)
+		}
+		a.CheckJSON(t, "upstream.json", body)
+		a.CheckLines(t, "dropped.txt", append(slices.Clone(req.Dropped), dropped...))
+		if fromWire && !a.Flag("lossy") {
+			RoundTrip(t, req, body, decode, norm)
+		}
+	}, "request_*.txtar")
 }

@@ -123,3 +123,15 @@ func FinalOf(f *bridge.Final) *bridge.Final {
 	}
 	return f
 }
+
+// Row is the first row of a dialect's error table that match picks, or
+// the table's last row (internal's, in every dialect's table) when none
+// does.
+func Row[R any](table []R, match func(R) bool) R {
+	for _, r := range table {
+		if match(r) {
+			return r
+		}
+	}
+	return table[len(table)-1]
+}
