@@ -323,26 +323,14 @@ func (e *StreamEncoder) Close() error {
 // stopReason maps a final to a stop_reason. The second result names a stop
 // reason Messages has no value for.
 func stopReason(f *bridge.Final) (reason, dropped string) {
-	switch f.StopReason {
-	case bridge.StopEndTurn:
-		return "end_turn", ""
-	case bridge.StopMaxTokens:
-		return "max_tokens", ""
-	case bridge.StopSequence:
-		return "stop_sequence", ""
-	case bridge.StopToolUse:
-		return "tool_use", ""
-	case bridge.StopRefusal, bridge.StopContentFilter:
-		return "refusal", ""
-	case bridge.StopPause:
-		return "pause_turn", ""
-	case "":
-		if f.Status == bridge.StatusInputRequired {
-			return "tool_use", ""
-		}
-		return "end_turn", ""
-	}
-	return "end_turn", "stop_reason:" + string(f.StopReason)
+	return wire.StopReason(f, stopReasonValues)
+}
+
+// stopReasonValues are Messages' stop_reason values.
+var stopReasonValues = map[bridge.StopReason]string{
+	bridge.StopEndTurn: "end_turn", bridge.StopMaxTokens: "max_tokens", bridge.StopSequence: "stop_sequence",
+	bridge.StopToolUse: "tool_use", bridge.StopPause: "pause_turn",
+	bridge.StopRefusal: "refusal", bridge.StopContentFilter: "refusal",
 }
 
 // appendUsage appends a Messages usage object: input_tokens (the uncached

@@ -396,23 +396,12 @@ func (e *StreamEncoder) Close() error {
 
 // finishReason maps a final to a finish_reason. The second result names a
 // stop reason Chat Completions has no value for.
-func finishReason(f *bridge.Final) (reason, dropped string) {
-	switch f.StopReason {
-	case bridge.StopEndTurn, bridge.StopSequence:
-		return "stop", ""
-	case bridge.StopMaxTokens:
-		return "length", ""
-	case bridge.StopToolUse:
-		return "tool_calls", ""
-	case bridge.StopContentFilter, bridge.StopRefusal:
-		return "content_filter", ""
-	case "":
-		if f.Status == bridge.StatusInputRequired {
-			return "tool_calls", ""
-		}
-		return "stop", ""
-	}
-	return "stop", "stop_reason:" + string(f.StopReason)
+func finishReason(f *bridge.Final) (reason, dropped string) { return wire.StopReason(f, finishReasons) }
+
+// finishReasons are Chat Completions' finish_reason values.
+var finishReasons = map[bridge.StopReason]string{
+	bridge.StopEndTurn: "stop", bridge.StopSequence: "stop", bridge.StopMaxTokens: "length",
+	bridge.StopToolUse: "tool_calls", bridge.StopContentFilter: "content_filter", bridge.StopRefusal: "content_filter",
 }
 
 // appendUsage appends a Chat Completions usage object.
