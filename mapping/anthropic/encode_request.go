@@ -74,12 +74,8 @@ func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = DefaultMaxTokens
 	}
-	e := reqEncoder{req: req, opt: opt, same: req.ExtraDialect == Dialect}
-	b, err := e.encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, e.dropped, nil
+	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), opt: opt}
+	return e.Result(e.encode())
 }
 
 // EncodeCountTokens renders req as a count_tokens body: the request's
@@ -90,20 +86,14 @@ func EncodeCountTokens(req *bridge.Request) (body []byte, dropped []string, err 
 	if req == nil {
 		return nil, nil, bridge.Errorf(bridge.CodeInternal, "anthropic: nil request")
 	}
-	e := reqEncoder{req: req, same: req.ExtraDialect == Dialect, count: true}
-	b, err := e.encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, e.dropped, nil
+	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), count: true}
+	return e.Result(e.encode())
 }
 
 type reqEncoder struct {
-	req     *bridge.Request
-	opt     EncodeOptions
-	same    bool // Extra is ours
-	count   bool // a count_tokens body
-	dropped []string
+	wire.RequestEncoding
+	opt   EncodeOptions
+	count bool // a count_tokens body
 
 	system     [][]byte // text blocks of the top-level system
 	systemStr  *string  // the system as a string, while it can be one
@@ -120,10 +110,10 @@ type wireMsg struct {
 	opaque  []json.RawMessage // extra fields of the message object
 }
 
-func (e *reqEncoder) drop(s string) { e.dropped = wire.AddDropped(e.dropped, s) }
+func (e *reqEncoder) drop(s string) { e.Dropped = wire.AddDropped(e.Dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
-	req := e.req
+	req := e.Req
 	for i := range req.Messages {
 		if err := e.message(&req.Messages[i], i); err != nil {
 			return nil, err
@@ -133,8 +123,8 @@ func (e *reqEncoder) encode() ([]byte, error) {
 		// The API refuses an empty messages list: say why here, in the
 		// caller's dialect, rather than spend a call on its 400.
 		why := "only system prompts"
-		if len(e.dropped) > 0 {
-			why = strings.Join(e.dropped, "; ")
+		if len(e.Dropped) > 0 {
+			why = strings.Join(e.Dropped, "; ")
 		}
 		return nil, bridge.Errorf(bridge.CodeUnsupported, "anthropic: no message is left to send (%s)", why)
 	}
@@ -193,7 +183,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 // thinking is the budget another dialect's reasoning effort asks for, 0
 // for none. An Anthropic request carries its own thinking in Extra.
 func (e *reqEncoder) thinking() int64 {
-	switch eff := e.req.ReasoningEffort; eff {
+	switch eff := e.Req.ReasoningEffort; eff {
 	case "", "none", "minimal":
 		return 0
 	default:
@@ -206,7 +196,7 @@ func (e *reqEncoder) thinking() int64 {
 }
 
 func (e *reqEncoder) sampling(w *wire.ObjWriter, thinking bool) {
-	req := e.req
+	req := e.Req
 	if len(req.Stop) > 0 {
 		w.Strings("stop_sequences", req.Stop)
 	}
@@ -255,9 +245,9 @@ func (e *reqEncoder) sampling(w *wire.ObjWriter, thinking bool) {
 }
 
 func (e *reqEncoder) extras(w *wire.ObjWriter) {
-	for _, k := range wire.SortedKeys(e.req.Extra) {
-		v := e.req.Extra[k]
-		if !e.same {
+	for _, k := range wire.SortedKeys(e.Req.Extra) {
+		v := e.Req.Extra[k]
+		if !e.Same {
 			if k == "max_tokens" {
 				continue // another dialect's record of its key; the limit is in MaxTokens
 			}
@@ -281,7 +271,7 @@ func (e *reqEncoder) extras(w *wire.ObjWriter) {
 
 // tools writes the tools and returns how many were written.
 func (e *reqEncoder) tools(w *wire.ObjWriter) int {
-	req := e.req
+	req := e.Req
 	var list [][]byte
 	for i := range req.Tools {
 		t := &req.Tools[i]
@@ -303,7 +293,7 @@ func (e *reqEncoder) tools(w *wire.ObjWriter) int {
 		}
 		list = append(list, o.End())
 	}
-	if raw, ok := req.Extra[keyServerTools]; ok && e.same {
+	if raw, ok := req.Extra[keyServerTools]; ok && e.Same {
 		var server []json.RawMessage
 		if json.Unmarshal(raw, &server) == nil {
 			for _, s := range server {
@@ -318,7 +308,7 @@ func (e *reqEncoder) tools(w *wire.ObjWriter) int {
 }
 
 func (e *reqEncoder) toolChoice(w *wire.ObjWriter, ntools int) {
-	req := e.req
+	req := e.Req
 	noParallel := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
 	if ntools == 0 {
 		return // nothing to choose from; the API refuses a tool_choice without tools
@@ -386,10 +376,8 @@ func (e *reqEncoder) systemMessage(m *bridge.Message, path string) {
 		pp := path + ".content[" + strconv.Itoa(j) + "]"
 		var text string
 		switch p.Type {
-		case bridge.PartText:
-			text = p.Text
-		case bridge.PartData:
-			text = string(wire.Compact(p.JSON))
+		case bridge.PartText, bridge.PartData:
+			text = wire.PartText(p)
 		default:
 			e.drop(pp + ": " + string(p.Type) + " part in a system prompt")
 			continue
@@ -414,7 +402,7 @@ func (e *reqEncoder) userMessage(m *bridge.Message, path string) {
 		last.opaque = e.messageOpaque(last.opaque, m.Opaque, path)
 		return
 	}
-	if len(blocks) == 0 && !m.StringContent && !(e.same && len(m.Parts) == 0) {
+	if len(blocks) == 0 && !m.StringContent && !(e.Same && len(m.Parts) == 0) {
 		// (An Anthropic client's own empty content goes as it came: the
 		// upstream answers it as the API does.)
 		e.drop(path + ": nothing left to send")

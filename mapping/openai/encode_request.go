@@ -37,24 +37,18 @@ func EncodeRequest(req *bridge.Request) (body []byte, dropped []string, err erro
 	if req == nil {
 		return nil, nil, bridge.Errorf(bridge.CodeInternal, "openai: nil request")
 	}
-	e := reqEncoder{req: req, same: req.ExtraDialect == Dialect}
-	b, err := e.encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, e.dropped, nil
+	e := reqEncoder{wire.NewRequestEncoding(req, Dialect)}
+	return e.Result(e.encode())
 }
 
 type reqEncoder struct {
-	req     *bridge.Request
-	same    bool // Extra is ours
-	dropped []string
+	wire.RequestEncoding
 }
 
-func (e *reqEncoder) drop(s string) { e.dropped = append(e.dropped, s) }
+func (e *reqEncoder) drop(s string) { e.Dropped = append(e.Dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
-	req := e.req
+	req := e.Req
 	w := wire.NewObj()
 	w.Str("model", req.Model)
 
@@ -109,7 +103,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	w.Bool("stream", true)
 	so := wire.NewObj()
 	so.Bool("include_usage", true)
-	if e.same {
+	if e.Same {
 		if raw, ok := req.Extra["stream_options"]; ok && !so.Merge(raw) {
 			e.drop("param:stream_options")
 		}
@@ -156,7 +150,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	}
 
 	for _, k := range wire.SortedKeys(req.Extra) {
-		if !e.same {
+		if !e.Same {
 			e.drop("param:" + k)
 			continue
 		}
@@ -176,9 +170,9 @@ func (e *reqEncoder) encode() ([]byte, error) {
 // maxTokens writes the token limit under the key the client used: see
 // keyMaxTokens.
 func (e *reqEncoder) maxTokens(w *wire.ObjWriter) {
-	req := e.req
+	req := e.Req
 	legacy, hasLegacy := req.Extra[keyMaxTokens]
-	if !e.same || !hasLegacy || !json.Valid(legacy) {
+	if !e.Same || !hasLegacy || !json.Valid(legacy) {
 		if req.MaxTokens != nil {
 			w.Int("max_completion_tokens", *req.MaxTokens)
 		}
@@ -200,7 +194,7 @@ func (e *reqEncoder) maxTokens(w *wire.ObjWriter) {
 // shape: Chat's own shape passes through; the Responses shape (a flat
 // json_schema) is nested under "json_schema"; anything else is dropped.
 func (e *reqEncoder) responseFormat() []byte {
-	raw := e.req.ResponseFormat
+	raw := e.Req.ResponseFormat
 	o, err := wire.AsObject(raw, "")
 	if err != nil || !json.Valid(raw) {
 		e.drop("response_format")
@@ -338,10 +332,8 @@ func (e *reqEncoder) content(w *wire.ObjWriter, m *bridge.Message, path string) 
 		var sb strings.Builder
 		for i := range m.Parts {
 			switch p := &m.Parts[i]; p.Type {
-			case bridge.PartText:
-				sb.WriteString(p.Text)
-			case bridge.PartData:
-				sb.Write(wire.Compact(p.JSON))
+			case bridge.PartText, bridge.PartData:
+				sb.WriteString(wire.PartText(p))
 			}
 		}
 		w.Str("content", sb.String())
@@ -378,12 +370,9 @@ func (e *reqEncoder) content(w *wire.ObjWriter, m *bridge.Message, path string) 
 func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 	w := wire.NewObj()
 	switch p.Type {
-	case bridge.PartText:
+	case bridge.PartText, bridge.PartData:
 		w.Str("type", "text")
-		w.Str("text", p.Text)
-	case bridge.PartData:
-		w.Str("type", "text")
-		w.Str("text", string(wire.Compact(p.JSON)))
+		w.Str("text", wire.PartText(p))
 	case bridge.PartRefusal:
 		w.Str("type", "refusal")
 		w.Str("refusal", p.Text)

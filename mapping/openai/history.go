@@ -63,11 +63,8 @@ func historyMessage(m *bridge.Message) []byte {
 	hasText := false
 	for i := range m.Parts {
 		switch p := &m.Parts[i]; p.Type {
-		case bridge.PartText:
-			text = append(text, p.Text...)
-			hasText = true
-		case bridge.PartData:
-			text = append(text, wire.Compact(p.JSON)...)
+		case bridge.PartText, bridge.PartData:
+			text = append(text, wire.PartText(p)...)
 			hasText = true
 		case bridge.PartReasoning:
 			reasoning = append(reasoning, p.Text...)

@@ -56,25 +56,19 @@ func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped
 	if req == nil {
 		return nil, nil, bridge.Errorf(bridge.CodeInternal, "responses: nil request")
 	}
-	e := reqEncoder{req: req, opt: opt, same: req.ExtraDialect == Dialect}
-	b, err := e.encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, e.dropped, nil
+	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), opt: opt}
+	return e.Result(e.encode())
 }
 
 type reqEncoder struct {
-	req     *bridge.Request
-	opt     EncodeOptions
-	same    bool // Extra is ours
-	dropped []string
+	wire.RequestEncoding
+	opt EncodeOptions
 }
 
-func (e *reqEncoder) drop(s string) { e.dropped = wire.AddDropped(e.dropped, s) }
+func (e *reqEncoder) drop(s string) { e.Dropped = wire.AddDropped(e.Dropped, s) }
 
 func (e *reqEncoder) encode() ([]byte, error) {
-	req := e.req
+	req := e.Req
 	w := wire.NewObj()
 	if e.opt.WebSocket {
 		w.Str("type", "response.create")
@@ -118,7 +112,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	e.tools(w)
 	switch tc := req.ToolChoice; {
 	case tc == nil:
-		if x, ok := req.Extra["tool_choice"]; ok && e.same && json.Valid(x) {
+		if x, ok := req.Extra["tool_choice"]; ok && e.Same && json.Valid(x) {
 			w.Raw("tool_choice", wire.Compact(x))
 		}
 	case tc.Mode == bridge.ToolChoiceAuto || tc.Mode == bridge.ToolChoiceNone || tc.Mode == bridge.ToolChoiceRequired:
@@ -162,7 +156,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	if req.ReasoningEffort != "" {
 		r.Str("effort", req.ReasoningEffort)
 	}
-	if x, ok := req.Extra["reasoning"]; ok && e.same {
+	if x, ok := req.Extra["reasoning"]; ok && e.Same {
 		r.Merge(x)
 	}
 	if len(r.B) > 1 {
@@ -174,7 +168,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 			t.Raw("format", f)
 		}
 	}
-	if x, ok := req.Extra["text"]; ok && e.same {
+	if x, ok := req.Extra["text"]; ok && e.Same {
 		t.Merge(x)
 	}
 	if len(t.B) > 1 {
@@ -193,7 +187,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 	for _, k := range wire.SortedKeys(req.Extra) {
 		v := req.Extra[k]
 		switch {
-		case !e.same:
+		case !e.Same:
 			if !carriedElsewhere(req.ExtraDialect, k, v) {
 				e.drop("param:" + k)
 			}
@@ -224,9 +218,9 @@ func carriedElsewhere(dialect, k string, v json.RawMessage) bool {
 }
 
 func (e *reqEncoder) tools(w *wire.ObjWriter) {
-	req := e.req
+	req := e.Req
 	var builtin []json.RawMessage
-	if x, ok := req.Extra["tools"]; ok && e.same {
+	if x, ok := req.Extra["tools"]; ok && e.Same {
 		builtin, _ = wire.AsArray(x, "")
 	}
 	if len(req.Tools) == 0 && len(builtin) == 0 {
@@ -270,7 +264,7 @@ func (e *reqEncoder) tools(w *wire.ObjWriter) {
 // format renders ResponseFormat as text.format: the flat Responses shape
 // passes through; Chat's (a nested json_schema) is flattened.
 func (e *reqEncoder) format() []byte {
-	raw := e.req.ResponseFormat
+	raw := e.Req.ResponseFormat
 	o, err := wire.AsObject(raw, "")
 	if err != nil || !json.Valid(raw) {
 		e.drop("response_format")
@@ -381,7 +375,7 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 					o.Str("refusal", p.Text)
 				} else {
 					o.Str("type", "output_text")
-					o.Str("text", partText(&p))
+					o.Str("text", wire.PartText(&p))
 					o.Raw("annotations", []byte("[]"))
 				}
 				w.B = append(w.B, o.End()...)
@@ -478,7 +472,7 @@ func (e *reqEncoder) part(p *bridge.Part, path string) []byte {
 	switch p.Type {
 	case bridge.PartText, bridge.PartData:
 		w.Str("type", "input_text")
-		w.Str("text", partText(p))
+		w.Str("text", wire.PartText(p))
 	case bridge.PartRefusal:
 		w.Str("type", "input_text")
 		w.Str("text", p.Text)
@@ -545,13 +539,6 @@ func (e *reqEncoder) mergeOpaque(w *wire.ObjWriter, o *bridge.Opaque, path strin
 	}
 }
 
-func partText(p *bridge.Part) string {
-	if p.Type == bridge.PartData {
-		return string(wire.Compact(p.JSON))
-	}
-	return p.Text
-}
-
 // allText reports whether parts are text (or data) only, with nothing a
 // string content would lose.
 func allText(parts []bridge.Part) bool {
@@ -566,7 +553,7 @@ func allText(parts []bridge.Part) bool {
 func joinText(parts []bridge.Part) string {
 	var sb strings.Builder
 	for i := range parts {
-		sb.WriteString(partText(&parts[i]))
+		sb.WriteString(wire.PartText(&parts[i]))
 	}
 	return sb.String()
 }

@@ -35,3 +35,12 @@ func PartType(mediaType string) bridge.PartType {
 	}
 	return bridge.PartFile
 }
+
+// PartText is the text of a text part, or of a data part its JSON
+// (compact), for a dialect that carries data as text.
+func PartText(p *bridge.Part) string {
+	if p.Type == bridge.PartData {
+		return string(Compact(p.JSON))
+	}
+	return p.Text
+}
