@@ -7,6 +7,7 @@ import (
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/mapping/internal/wire"
 )
 
 // Agent card paths: 0.3's, and 0.2's older one that tolerant clients still
@@ -108,7 +109,7 @@ type UpstreamCard struct {
 // JSON-RPC interface, 0.3 when the card offers one (a2a-go and most
 // servers speak it), else 1.0.
 func DecodeCard(body []byte) (*UpstreamCard, error) {
-	o, err := asObject(body, "agent card")
+	o, err := wire.AsObject(body, "agent card")
 	if err != nil {
 		return nil, bridge.Errorf(bridge.CodeUpstream, "upstream agent card is not a JSON object")
 	}

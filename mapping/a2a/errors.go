@@ -175,10 +175,10 @@ func DecodeError(status int, body []byte) *bridge.Error {
 	if status != 0 && status != http.StatusOK {
 		e.Status = status
 	}
-	o, err := asObject(body, "")
+	o, err := wire.AsObject(body, "")
 	if err == nil {
 		if raw, ok := o["error"]; ok {
-			if eo, err := asObject(raw, ""); err == nil {
+			if eo, err := wire.AsObject(raw, ""); err == nil {
 				o = eo
 			}
 		}

@@ -21,60 +21,8 @@ func invalid(format string, args ...any) *bridge.Error {
 	return bridge.Errorf(bridge.CodeInvalid, format, args...)
 }
 
-func typeErr(path, want string, raw []byte) *bridge.Error {
-	return invalid("%s: expected %s, got %s", path, want, wire.KindName(raw))
-}
-
-// object is a JSON object decoded one level deep. A map keeps decoding
-// independent of key order and case-sensitive.
-type object map[string]json.RawMessage
-
-func asObject(raw []byte, path string) (object, error) {
-	if wire.Kind(raw) != '{' {
-		return nil, typeErr(path, "object", raw)
-	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, typeErr(path, "object", raw)
-	}
-	if o == nil {
-		o = object{}
-	}
-	return o, nil
-}
-
-func asArray(raw []byte, path string) ([]json.RawMessage, error) {
-	if wire.Kind(raw) != '[' {
-		return nil, typeErr(path, "array", raw)
-	}
-	var a []json.RawMessage
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, typeErr(path, "array", raw)
-	}
-	return a, nil
-}
-
-func asString(raw []byte, path string) (string, error) {
-	if wire.Kind(raw) != '"' {
-		return "", typeErr(path, "string", raw)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", typeErr(path, "string", raw)
-	}
-	return s, nil
-}
-
-func asBool(raw []byte, path string) (bool, error) {
-	if k := wire.Kind(raw); k != 't' && k != 'f' {
-		return false, typeErr(path, "boolean", raw)
-	}
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return false, typeErr(path, "boolean", raw)
-	}
-	return v, nil
-}
+// object is a JSON object decoded one level deep (wire.Object).
+type object = wire.Object
 
 func asInt(raw []byte, path string) (int, error) {
 	k := wire.Kind(raw)
@@ -87,13 +35,13 @@ func asInt(raw []byte, path string) (int, error) {
 
 // asStrings reads an array of strings.
 func asStrings(raw []byte, path string) ([]string, error) {
-	a, err := asArray(raw, path)
+	a, err := wire.AsArray(raw, path)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(a))
 	for i, r := range a {
-		s, err := asString(r, path+"["+strconv.Itoa(i)+"]")
+		s, err := wire.AsString(r, path+"["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return nil, err
 		}
@@ -105,13 +53,13 @@ func asStrings(raw []byte, path string) ([]string, error) {
 // asMap decodes a JSON object into map[string]any, numbers kept exact.
 func asMap(raw []byte, path string) (map[string]any, error) {
 	if wire.Kind(raw) != '{' {
-		return nil, typeErr(path, "object", raw)
+		return nil, wire.TypeErr(path, "object", raw)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
-		return nil, typeErr(path, "object", raw)
+		return nil, wire.TypeErr(path, "object", raw)
 	}
 	if m == nil {
 		m = map[string]any{}
@@ -134,7 +82,7 @@ func optString(o object, key, path string) (string, error) {
 	if !ok || isNull(raw) {
 		return "", nil
 	}
-	return asString(raw, path+"."+key)
+	return wire.AsString(raw, path+"."+key)
 }
 
 // compact returns raw without insignificant space.

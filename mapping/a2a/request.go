@@ -51,7 +51,7 @@ func DecodeSendParams(raw json.RawMessage) (*SendParams, error) {
 	if !ok || isNull(craw) {
 		return p, nil
 	}
-	c, err := asObject(craw, "params.configuration")
+	c, err := wire.AsObject(craw, "params.configuration")
 	if err != nil {
 		return nil, err
 	}
@@ -61,12 +61,12 @@ func DecodeSendParams(raw json.RawMessage) (*SendParams, error) {
 		}
 	}
 	if v, ok := c["blocking"]; ok && !isNull(v) {
-		if p.Blocking, err = asBool(v, "params.configuration.blocking"); err != nil {
+		if p.Blocking, err = wire.AsBool(v, "params.configuration.blocking"); err != nil {
 			return nil, err
 		}
 	}
 	if v, ok := c["returnImmediately"]; ok && !isNull(v) {
-		ri, err := asBool(v, "params.configuration.returnImmediately")
+		ri, err := wire.AsBool(v, "params.configuration.returnImmediately")
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func paramsObject(raw json.RawMessage) (object, error) {
 	if wire.Kind(raw) == '[' {
 		return nil, invalid("params must be an object, not positional")
 	}
-	return asObject(raw, "params")
+	return wire.AsObject(raw, "params")
 }
 
 func historyLength(o object, path string) (*int, error) {
@@ -126,7 +126,7 @@ func DecodeTaskParams(raw json.RawMessage) (*TaskParams, error) {
 	if !ok {
 		return nil, invalid("params.id is required")
 	}
-	id, err := asString(v, "params.id")
+	id, err := wire.AsString(v, "params.id")
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func DecodeListParams(raw json.RawMessage) (*ListParams, error) {
 		return nil, err
 	}
 	if v, ok := o["includeArtifacts"]; ok && !isNull(v) {
-		if p.IncludeArtifacts, err = asBool(v, "params.includeArtifacts"); err != nil {
+		if p.IncludeArtifacts, err = wire.AsBool(v, "params.includeArtifacts"); err != nil {
 			return nil, err
 		}
 	}
@@ -260,7 +260,7 @@ func roleName(r a2asdk.MessageRole, v Version) string {
 
 // decodeMessage reads a Message in either version's shape.
 func decodeMessage(raw []byte, path string) (*a2asdk.Message, error) {
-	o, err := asObject(raw, path)
+	o, err := wire.AsObject(raw, path)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func decodeMessage(raw []byte, path string) (*a2asdk.Message, error) {
 	if !ok || isNull(praw) {
 		return nil, invalid("%s.parts is required", path)
 	}
-	parts, err := asArray(praw, path+".parts")
+	parts, err := wire.AsArray(praw, path+".parts")
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func decodeMessage(raw []byte, path string) (*a2asdk.Message, error) {
 // decodePart reads a Part: 0.3's {kind, ...} or 1.0's flattened
 // {text|data|raw|url, mediaType?, filename?}.
 func decodePart(raw []byte, path string) (a2asdk.Part, error) {
-	o, err := asObject(raw, path)
+	o, err := wire.AsObject(raw, path)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func decodePart(raw []byte, path string) (a2asdk.Part, error) {
 		if !ok {
 			return nil, invalid("%s.text is required", path)
 		}
-		s, err := asString(v, path+".text")
+		s, err := wire.AsString(v, path+".text")
 		if err != nil {
 			return nil, err
 		}
@@ -382,7 +382,7 @@ func decodePart(raw []byte, path string) (a2asdk.Part, error) {
 		if !ok {
 			return nil, invalid("%s.file is required", path)
 		}
-		f, err := asObject(v, path+".file")
+		f, err := wire.AsObject(v, path+".file")
 		if err != nil {
 			return nil, err
 		}

@@ -234,7 +234,7 @@ func (d *StreamDecoder) Result(result []byte, out []bridge.Event) ([]bridge.Even
 // unwrapResult finds a result's kind: 0.3's "kind", 1.0's one-key wrapper
 // (camelCase or snake_case), or a bare 1.0 Task or Message.
 func unwrapResult(result []byte) (string, []byte, error) {
-	o, err := asObject(result, "result")
+	o, err := wire.AsObject(result, "result")
 	if err != nil {
 		return "", nil, bridge.Errorf(bridge.CodeUpstream, "upstream agent sent a result that is not an object")
 	}

@@ -341,17 +341,14 @@ func hubUsage(u *UsageMetadata) *bridge.Usage {
 	return h
 }
 
-// stopReason maps a genai finish reason.
-func stopReason(r string) bridge.StopReason {
-	switch r {
-	case "STOP":
-		return bridge.StopEndTurn
-	case "MAX_TOKENS":
-		return bridge.StopMaxTokens
-	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
-		return bridge.StopContentFilter
-	}
-	return ""
+// stopReason maps a genai finish reason; none for another.
+func stopReason(r string) bridge.StopReason { return stopReasons[r] }
+
+// stopReasons are the genai finish reasons with a stop reason.
+var stopReasons = map[string]bridge.StopReason{
+	"STOP": bridge.StopEndTurn, "MAX_TOKENS": bridge.StopMaxTokens,
+	"SAFETY": bridge.StopContentFilter, "RECITATION": bridge.StopContentFilter, "BLOCKLIST": bridge.StopContentFilter,
+	"PROHIBITED_CONTENT": bridge.StopContentFilter, "SPII": bridge.StopContentFilter, "IMAGE_SAFETY": bridge.StopContentFilter,
 }
 
 // finishReason maps a stop reason to a genai finish reason.
