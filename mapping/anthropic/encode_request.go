@@ -68,14 +68,11 @@ var thinkingBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 1638
 // Opaque data and Extra are merged back only when their dialect is
 // "anthropic"; another dialect's are listed as dropped ("param:<key>").
 func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped []string, err error) {
-	if req == nil {
-		return nil, nil, bridge.Errorf(bridge.CodeInternal, "anthropic: nil request")
-	}
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = DefaultMaxTokens
 	}
-	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), opt: opt}
-	return e.Result(e.encode())
+	e := reqEncoder{opt: opt}
+	return e.Encode(req, Dialect, e.encode)
 }
 
 // EncodeCountTokens renders req as a count_tokens body: the request's
@@ -83,11 +80,8 @@ func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped
 // count_tokens takes, such as thinking), without max_tokens, stream or
 // sampling fields.
 func EncodeCountTokens(req *bridge.Request) (body []byte, dropped []string, err error) {
-	if req == nil {
-		return nil, nil, bridge.Errorf(bridge.CodeInternal, "anthropic: nil request")
-	}
-	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), count: true}
-	return e.Result(e.encode())
+	e := reqEncoder{count: true}
+	return e.Encode(req, Dialect, e.encode)
 }
 
 type reqEncoder struct {

@@ -34,11 +34,8 @@ var reservedFields = map[string]bool{
 // dialect "openai") holds "max_tokens": then the client used the legacy key
 // and it is written back under that key (see DecodeRequest).
 func EncodeRequest(req *bridge.Request) (body []byte, dropped []string, err error) {
-	if req == nil {
-		return nil, nil, bridge.Errorf(bridge.CodeInternal, "openai: nil request")
-	}
-	e := reqEncoder{wire.NewRequestEncoding(req, Dialect)}
-	return e.Result(e.encode())
+	var e reqEncoder
+	return e.Encode(req, Dialect, e.encode)
 }
 
 type reqEncoder struct {

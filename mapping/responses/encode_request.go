@@ -53,11 +53,8 @@ var reserved = map[string]bool{
 // Extra of dialect "responses" is merged back (include, truncation,
 // built-in tools, ...), any other dialect's is dropped.
 func EncodeRequest(req *bridge.Request, opt EncodeOptions) (body []byte, dropped []string, err error) {
-	if req == nil {
-		return nil, nil, bridge.Errorf(bridge.CodeInternal, "responses: nil request")
-	}
-	e := reqEncoder{RequestEncoding: wire.NewRequestEncoding(req, Dialect), opt: opt}
-	return e.Result(e.encode())
+	e := reqEncoder{opt: opt}
+	return e.Encode(req, Dialect, e.encode)
 }
 
 type reqEncoder struct {

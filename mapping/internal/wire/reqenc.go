@@ -11,14 +11,16 @@ type RequestEncoding struct {
 	Dropped []string
 }
 
-// NewRequestEncoding starts encoding req in dialect.
-func NewRequestEncoding(req *bridge.Request, dialect string) RequestEncoding {
-	return RequestEncoding{Req: req, Same: req.ExtraDialect == dialect}
-}
-
-// Result is the encoder's answer: the body it wrote with what it dropped,
-// or its error alone.
-func (e *RequestEncoding) Result(body []byte, err error) ([]byte, []string, error) {
+// Encode runs a request encoder over req in dialect: encode, a method of
+// the encoder that embeds e, writes the body from e.Req and adds to
+// e.Dropped. It returns the body with what was dropped, or the error
+// alone; a nil request is an internal error.
+func (e *RequestEncoding) Encode(req *bridge.Request, dialect string, encode func() ([]byte, error)) (body []byte, dropped []string, err error) {
+	if req == nil {
+		return nil, nil, bridge.Errorf(bridge.CodeInternal, "%s: nil request", dialect)
+	}
+	e.Req, e.Same = req, req.ExtraDialect == dialect
+	body, err = encode()
 	if err != nil {
 		return nil, nil, err
 	}
