@@ -83,7 +83,8 @@ type Store struct {
 	insertRun     *sql.Stmt
 	insertSession *sql.Stmt
 	insertMessage *sql.Stmt
-	nextSSeq      *sql.Stmt // a session's next SessionSeq
+	lastSSeqSt    *sql.Stmt // a session's last SessionSeq (lastSSeqSQL)
+	dataVersion   *sql.Stmt // PRAGMA data_version: changes when another connection commits
 
 	// Scratch state of Commit, reused across batches (guarded by wsem).
 	buf     bytes.Buffer
@@ -100,8 +101,19 @@ type Store struct {
 	created  []string                   // the runs the batch creates
 
 	// sessionOf is the session (principal, id) of runs this process
-	// wrote events of: it never changes, so a batch looks it up once.
+	// created or wrote events of: it never changes, so a batch looks it up
+	// once.
 	sessionOf map[string]sessionKey
+
+	// lastSSeq is the last SessionSeq of sessions this process numbered
+	// events of, while the database's data version is version (no other
+	// connection has written since); takenSSeq the numbers the write in
+	// progress took, kept in lastSSeq once it commits; sseqChecked that
+	// it has compared the data version (event.go, nextSessionSeq).
+	lastSSeq    map[sessionKey]int64
+	takenSSeq   map[sessionKey]int64
+	version     int64
+	sseqChecked bool
 
 	// runEnds is the last seq committed of runs this process writes while
 	// they run: a batch that goes on after it cannot hold a stored event,
@@ -138,7 +150,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 
 	s := &Store{now: opt.Now, wsem: make(chan struct{}, 1), byRun: make(map[string][]*bridge.Event), runEnds: make(map[string]int64),
-		sessionOf: make(map[string]sessionKey)}
+		sessionOf: make(map[string]sessionKey), lastSSeq: make(map[sessionKey]int64), takenSSeq: make(map[sessionKey]int64)}
 	s.enc = json.NewEncoder(&s.buf)
 	s.enc.SetEscapeHTML(false)
 
@@ -346,8 +358,8 @@ func (s *Store) init(ctx context.Context) error {
 		ORDER BY seq DESC LIMIT 1`)
 	prepare(&s.insertEvents, `INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq) VALUES `+
 		strings.Repeat(`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?), `, eventChunk-1)+`(?, ?, ?, CAST(? AS TEXT), ?, ?, ?)`)
-	prepare(&s.nextSSeq, `INSERT INTO session_seqs (principal, session_id, last_seq) VALUES (?, ?, 1)
-		ON CONFLICT (principal, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`)
+	prepare(&s.lastSSeqSt, lastSSeqSQL)
+	prepare(&s.dataVersion, `PRAGMA data_version`)
 	prepare(&s.updateRun, `UPDATE runs SET outbound = ?, upstream = ?, model = ?, status = ?, stop_reason = ?,
 		reason = ?, usage = CAST(? AS TEXT), dropped = CAST(? AS TEXT), trace_id = ?, upstream_run_id = ?,
 		finished = ?, first_commit = coalesce(nullif(first_commit, 0), ?), first_byte = coalesce(nullif(first_byte, 0), ?),
@@ -381,7 +393,7 @@ func (s *Store) close() error {
 	if s.c != nil {
 		errs = append(errs, s.c.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.setTiming, s.insertRun, s.insertSession, s.insertMessage, s.nextSSeq} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertEvents, s.insertPack, s.lastEvent, s.updateRun, s.setTiming, s.insertRun, s.insertSession, s.insertMessage, s.lastSSeqSt, s.dataVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

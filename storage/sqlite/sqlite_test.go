@@ -785,3 +785,70 @@ func TestMigrationSessionsByPrincipal(t *testing.T) {
 		t.Errorf("a run's entry after the migration: %q, %v", got, err)
 	}
 }
+
+// TestSessionSeqCounted: a store counts its sessions' numbers in memory
+// (no row written per commit), so these hold across what could lose the
+// count: a session's next commit after retention deleted the events that
+// held its last number, a store opened again, and commits of another
+// connection to the same file (another process) in between.
+func TestSessionSeqCounted(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	a := MustOpen(t, path, sqlite.Options{})
+	t0 := bridgetest.T0
+	create := func(s *sqlite.Store, run string) {
+		t.Helper()
+		if err := s.CreateRun(ctx, &bridge.Run{ID: run, SessionID: "sess_1", Principal: "alice", Status: bridge.StatusRunning, Created: t0}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(s *sqlite.Store, run string, from int64, want int64) {
+		t.Helper()
+		b := &bridge.Batch{Events: bridgetest.TextDeltas(run, from, 1)}
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Events[0].SessionSeq; got != want {
+			t.Errorf("%s:%d numbered %d; want %d", run, from, got, want)
+		}
+		if n, err := s.SessionSeq(ctx, "alice", "sess_1"); err != nil || n != want {
+			t.Errorf("after %s:%d SessionSeq = %d, %v; want %d", run, from, n, err, want)
+		}
+	}
+	create(a, "run_1")
+	commit(a, "run_1", 1, 1)
+	commit(a, "run_1", 2, 2)
+
+	// Another connection writes the session: a's count is stale, and a
+	// must see it (else a gives run_1:3 the number b gave run_2:1).
+	b := MustOpen(t, path, sqlite.Options{})
+	create(b, "run_2")
+	commit(b, "run_2", 1, 3)
+	commit(a, "run_1", 3, 4)
+	commit(b, "run_2", 2, 5)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Retention deletes every event of the session (its runs ended): the
+	// next run's numbers go on after the deleted ones.
+	for _, run := range []string{"run_1", "run_2"} {
+		done := &bridge.Run{ID: run, SessionID: "sess_1", Principal: "alice", Status: bridge.StatusCompleted, Created: t0, Finished: t0.Add(time.Second)}
+		if err := a.Commit(ctx, &bridge.Batch{Runs: []*bridge.Run{done}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := a.DeleteEventsBefore(ctx, t0.Add(time.Hour)); err != nil || n != 5 {
+		t.Fatalf("DeleteEventsBefore = %d, %v; want 5 events deleted", n, err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a = MustOpen(t, path, sqlite.Options{}) // nothing counted in memory
+	if n, err := a.SessionSeq(ctx, "alice", "sess_1"); err != nil || n != 5 {
+		t.Errorf("SessionSeq with the session's events deleted = %d, %v; want 5", n, err)
+	}
+	create(a, "run_3")
+	commit(a, "run_3", 1, 6)
+	commit(a, "run_3", 2, 7)
+}
