@@ -34,8 +34,8 @@
 //     a run's first visible event, which ends the batch), commits it in one
 //     Store.Commit, then for each run in the batch appends the committed
 //     events to the run's window (liveRun.blocks: its newest LiveEvents
-//     events, a block more at most) and wakes that run's followers
-//     (publish). Nothing reaches a subscriber before the commit returned.
+//     events, and up to LiveLag times as many while a follower in it has
+//     yet to read them) and wakes that run's followers (publish). Nothing reaches a subscriber before the commit returned.
 //     It also notes when a run's first content was committed and seals the
 //     run's timings into the row that ends it; a timing learnt later
 //     (timing.go) joins its next batch, or is committed alone when it is
@@ -51,7 +51,8 @@
 //   - Subscribers (one per client stream, in the caller's goroutine) read
 //     a live run's window a block at a time: a block is only ever appended
 //     to, and dropped whole, so they read it without a copy and hold at
-//     most one. A subscriber behind the window, and any reader of a
+//     most one; each publishes the seq it yielded last (an atomic), which
+//     the writer reads when it trims the window. A subscriber behind the window, and any reader of a
 //     finished run, reads the Store a page at a time (everything the
 //     window dropped is committed). Each read goes on from the seq last
 //     yielded, so the seams between store and window have no gap and no

@@ -87,9 +87,10 @@ type Config struct {
 	QueueSize int
 
 	// LiveEvents is how many of a live run's most recent events the engine
-	// keeps in memory for its followers (default 1024; DefaultLiveEvents);
-	// a follower further behind reads the store. It bounds the memory of a
-	// run however long it streams.
+	// keeps in memory for its followers (default 1024; DefaultLiveEvents),
+	// and LiveLag times as many at most while a follower has yet to read
+	// them; a follower further behind reads the store. It bounds the
+	// memory of a run however long it streams.
 	LiveEvents int
 
 	// RunTimeout bounds a whole run; one that takes longer fails with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,14 +13,15 @@ import (
 // and sends events to the writer; the writer appends committed events to
 // the run's window and wakes followers.
 //
-// The window holds the run's most recent committed events only (at least
-// the engine's LiveEvents, at most a block more): a run of millions of
-// events holds a few thousand. A follower that falls behind it reads the
-// rest from the store, which holds every event the window ever had (the
-// writer commits before it appends). The window is a list of blocks, each
-// only ever appended to and dropped whole, so a follower reads a block
-// without a copy and without the lock, and holds at most the one block it
-// reads.
+// The window holds the run's most recent committed events only: the
+// engine's LiveEvents (a block more at most), and up to LiveLag times as
+// many while a follower still has to read them, so a burst that followers
+// trail reads memory, not the store; a run of millions of events holds a
+// few thousand. A follower behind the window reads the rest from the
+// store, which holds every event the window ever had (the writer commits
+// before it appends). The window is a list of blocks, each only ever
+// appended to and dropped whole, so a follower reads a block without a
+// copy and without the lock, and holds at most the one block it reads.
 type liveRun struct {
 	cancel    context.CancelCauseFunc
 	stopAfter func() bool
@@ -40,7 +42,9 @@ type liveRun struct {
 	held      int       // events in blocks
 	base      int64     // seq of the event before the window
 	window    int       // events the window keeps at least
+	most      int       // events it keeps at most, while followers read them
 	block     int       // events a block holds (at most window)
+	followers map[*follower]struct{}
 	notify    chan struct{}
 	done      bool
 	commitErr error
@@ -158,6 +162,7 @@ func newLiveRun(run *Run, prev []Event, window int, cancel context.CancelCauseFu
 		run:    run,
 		notify: make(chan struct{}),
 		window: window,
+		most:   window * LiveLag,
 		block:  min(window, liveBlock),
 		seq:    run.LastSeq,
 		base:   run.LastSeq,
@@ -179,12 +184,21 @@ func newLiveRun(run *Run, prev []Event, window int, cancel context.CancelCauseFu
 // holds at most one.
 const liveBlock = 256
 
+// LiveLag is how many times its LiveEvents a live run keeps while a
+// follower still has to read them.
+const LiveLag = 16
+
+// follower is one reader of a live run's window: the seq it yielded last.
+type follower struct{ at atomic.Int64 }
+
 // add appends a committed event to the window and drops the oldest block
-// once the window holds enough without it. The caller holds mu (or owns
-// lr alone).
+// once the window holds enough without it and no follower still has to
+// read it, or the window holds its most. The caller holds mu (or owns lr
+// alone).
 func (lr *liveRun) add(ev *Event) {
 	n := len(lr.blocks)
-	if n == 0 || len(lr.blocks[n-1]) >= lr.block {
+	started := n == 0 || len(lr.blocks[n-1]) >= lr.block
+	if started {
 		// A block starts small and grows to its size, so a short run
 		// holds little; a follower reading the old array of a block that
 		// grew reads events that do not change.
@@ -195,12 +209,28 @@ func (lr *liveRun) add(ev *Event) {
 	lr.held++
 	for len(lr.blocks) > 1 && lr.held-len(lr.blocks[0]) >= lr.window {
 		d := len(lr.blocks[0])
+		// With followers, a block's fate is decided as the next one
+		// starts: not every event asks each of them.
+		if lr.held < lr.most && len(lr.followers) > 0 && (!started || lr.reading(lr.base+int64(d))) {
+			break
+		}
 		lr.base += int64(d)
 		lr.held -= d
 		copy(lr.blocks, lr.blocks[1:])
 		lr.blocks[len(lr.blocks)-1] = nil
 		lr.blocks = lr.blocks[:len(lr.blocks)-1]
 	}
+}
+
+// reading reports whether a follower in the window has yet to read the
+// event end (the last of the oldest block). The caller holds mu.
+func (lr *liveRun) reading(end int64) bool {
+	for f := range lr.followers {
+		if at := f.at.Load(); at >= lr.base && at < end {
+			return true
+		}
+	}
+	return false
 }
 
 // from returns the committed events of the window after seq next, up to
@@ -294,6 +324,19 @@ func (lr *liveRun) follow(ctx context.Context, store Store, after int64) Stream 
 	runID := lr.run.ID
 	return func(yield func(Event, error) bool) {
 		next := after // last seq yielded
+		f := &follower{}
+		f.at.Store(next)
+		lr.mu.Lock()
+		if lr.followers == nil {
+			lr.followers = make(map[*follower]struct{})
+		}
+		lr.followers[f] = struct{}{}
+		lr.mu.Unlock()
+		defer func() {
+			lr.mu.Lock()
+			delete(lr.followers, f)
+			lr.mu.Unlock()
+		}()
 		for {
 			lr.mu.Lock()
 			evs, base := lr.from(next), lr.base
@@ -315,6 +358,7 @@ func (lr *liveRun) follow(ctx context.Context, store Store, after int64) Stream 
 					}
 					next = ev.Seq
 				}
+				f.at.Store(next)
 				continue
 			}
 			if len(evs) > 0 {
@@ -323,6 +367,7 @@ func (lr *liveRun) follow(ctx context.Context, store Store, after int64) Stream 
 						return
 					}
 					next = ev.Seq
+					f.at.Store(next)
 				}
 				continue
 			}

@@ -61,8 +61,10 @@ func TestLiveWindow(t *testing.T) {
 			t.Fatal("the pump never took the next event")
 		}
 	}
-	// A subscriber from the start that reads nothing yet, and one that reads
-	// a few events at a time, falling further behind.
+	// A subscriber from the start that reads its first event and then
+	// nothing for hundreds (the run keeps what it has yet to read, up to
+	// LiveLag windows, then leaves it to the store), and one that reads a
+	// few events at a time, falling further behind.
 	_, lazy, err := e.Subscribe(t.Context(), run.ID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +92,27 @@ func TestLiveWindow(t *testing.T) {
 		*want++
 	}
 	lazyNext, slowNext := int64(1), int64(1)
+	check("lazy", nextLazy, &lazyNext)
 	send(bridge.Event{Kind: bridge.KindMessageStarted})
 	most := 0
 	for i := int64(3); i < n+3; i++ { // run_started is 1, message_started 2
 		send(bridge.Event{Kind: bridge.KindTextDelta, Text: word(i)})
-		if i%50 == 0 {
+		if i%8 == 0 {
 			waitSeq(t, e, run.ID, i)
 			most = max(most, e.LiveEvents(run.ID))
+		}
+		if i%50 == 0 {
 			check("slow", nextSlow, &slowNext)
 		}
 	}
 	waitSeq(t, e, run.ID, n+2)
-	most = max(most, e.LiveEvents(run.ID))
-	if most == 0 || most > 2*window {
-		t.Errorf("the live run held up to %d events; its window is %d (a block more at most)", most, window)
+	const block = window // blocks are min(window, 256) events
+	if most < bridge.LiveLag*window-block || most > bridge.LiveLag*window+block {
+		t.Errorf("the live run held up to %d events; it keeps %d while a follower has yet to read them (%d, a block more at most)",
+			most, bridge.LiveLag*window, window)
+	}
+	if held := e.LiveEvents(run.ID); held > window+2*block {
+		t.Errorf("with its followers behind the window the run holds %d events, want %d and two blocks at most", held, window)
 	}
 
 	// A cursor the window dropped long ago, and the history of the run,
@@ -142,6 +151,11 @@ func TestLiveWindow(t *testing.T) {
 	for i := int64(n + 3); i < n+3+3*window; i++ {
 		send(bridge.Event{Kind: bridge.KindTextDelta, Text: word(i)})
 		check("lazy", nextLazy, &lazyNext)
+		check("slow", nextSlow, &slowNext)
+		check("mid", nextMid, &midNext)
+	}
+	if held := e.LiveEvents(run.ID); held > window+2*block {
+		t.Errorf("with its followers caught up the run holds %d events, want %d and two blocks at most", held, window)
 	}
 	close(up.ch)
 	for _, s := range []struct {

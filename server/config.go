@@ -38,8 +38,9 @@ type Config struct {
 	// (0: 64).
 	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`
 	// LiveEvents is how many of a running run's newest events the bridge
-	// keeps in memory for its streams (0: bridge.DefaultLiveEvents, 1024);
-	// a stream further behind reads the database.
+	// keeps in memory for its streams (0: bridge.DefaultLiveEvents, 1024;
+	// up to bridge.LiveLag times as many while a stream trails them); a
+	// stream further behind reads the database.
 	LiveEvents int `yaml:"live_events"`
 	// BodyTimeout bounds how long a request's body may take to arrive
 	// after its headers (0: 30 s); a slower one gets a 408.
