@@ -74,7 +74,10 @@ type InboundDeps struct {
 	// CountTokens counts a request's tokens at its upstream when that
 	// upstream can (ok false: estimate).
 	CountTokens func(context.Context, *bridge.Request) (n int64, ok bool, err error)
-	A2A         A2AConfig
+	// Compact asks a request's upstream for a compaction of its
+	// conversation when that upstream has its own (ok false: it has none).
+	Compact func(context.Context, *bridge.Request) (object []byte, ok bool, err error)
+	A2A     A2AConfig
 	// TrustedProxies are the proxies whose X-Forwarded-* headers the A2A
 	// card's URL may come from (Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
@@ -165,7 +168,8 @@ var Dialects = []Dialect{
 		GenAI: otel.GenAI{Provider: "openai", Operation: "chat"},
 		Inbound: func(d InboundDeps) ServedDialect {
 			rs, _ := d.Store.(bridge.ResponseStore) // every store of storage/ keeps them
-			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Responses: rs, WriteTimeout: d.WriteTimeout, Logger: d.Log})
+			return inresponses.New(inresponses.Config{Engine: d.Engine, Store: d.Store, Responses: rs, Compact: d.Compact,
+				WriteTimeout: d.WriteTimeout, Logger: d.Log})
 		},
 		Outbound: func(u Upstream, d OutboundDeps) bridge.Upstream {
 			return outresponses.New(outresponses.Config{Name: u.Name, BaseURL: u.URL, APIKey: d.Key, Model: u.Model, Stateful: u.Stateful,

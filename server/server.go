@@ -111,6 +111,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 
 	rt := &routes{model: cfg.Model}
 	counters := map[string]tokenCounter{} // upstreams that answer count_tokens, by name
+	compacters := map[string]compacter{}  // upstreams with compaction of their own, by name
 	var secrets []string
 	for _, u := range cfg.Upstreams {
 		secrets = append(secrets, upstreamKey(u))
@@ -145,6 +146,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 		rt.upstreams = append(rt.upstreams, routedUpstream{up: wrapped, models: u.Models})
 		if c, ok := up.(tokenCounter); ok {
 			counters[u.Name] = c
+		}
+		if c, ok := up.(compacter); ok {
+			compacters[u.Name] = c
 		}
 	}
 	// Fallbacks: a route's upstream tries the wrapped upstreams its chain
@@ -207,7 +211,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	// The inbound dialects: each serves its routes, renders its runs for the
 	// run API, and answers auth failures in its own error shape.
 	deps := InboundDeps{Engine: engine, Store: store, Log: log, Model: cfg.Model, Models: rt.Models,
-		CountTokens: countTokens(rt, counters), A2A: cfg.A2A, TrustedProxies: proxies, WriteTimeout: cfg.WriteTimeout}
+		CountTokens: countTokens(rt, counters), Compact: compact(rt, compacters, creds), A2A: cfg.A2A, TrustedProxies: proxies, WriteTimeout: cfg.WriteTimeout}
 	var served []ServedDialect
 	for _, row := range Dialects {
 		if row.Inbound != nil {
@@ -454,6 +458,37 @@ func countTokens(rt *routes, counters map[string]tokenCounter) func(context.Cont
 		}
 		n, err := c.CountTokens(ctx, req)
 		return n, err == nil, err
+	}
+}
+
+// compacter is an upstream with compaction of its own (a Responses
+// upstream's /responses/compact); CodeUnsupported: it has none after all.
+type compacter interface {
+	Compact(ctx context.Context, req *bridge.Request) ([]byte, error)
+}
+
+// compact asks the upstream a request routes to for a compaction, when it
+// has its own (ok false: the caller makes one). Its errors go through the
+// credentials scrub, as a call's do.
+func compact(rt *routes, compacters map[string]compacter, creds *outbound.Credentials) func(context.Context, *bridge.Request) ([]byte, bool, error) {
+	return func(ctx context.Context, req *bridge.Request) ([]byte, bool, error) {
+		up, err := rt.Route(req.Model)
+		if err != nil {
+			return nil, false, err
+		}
+		c := compacters[up.Name()]
+		if c == nil {
+			return nil, false, nil
+		}
+		b, err := c.Compact(ctx, req)
+		if bridge.ErrorCode(err) == bridge.CodeUnsupported {
+			return nil, false, nil
+		}
+		var be *bridge.Error
+		if errors.As(err, &be) {
+			creds.ScrubError(up.Name(), be)
+		}
+		return b, err == nil, err
 	}
 }
 

@@ -629,3 +629,54 @@ func TestResponsesUpstreamWebSocket(t *testing.T) {
 		t.Errorf("upstream messages: %+v", reqs)
 	}
 }
+
+// TestResponsesCompactOverResponses: over a Responses upstream with
+// compaction, /v1/responses/compact is the upstream's own (its object
+// passed through, the conversation sent as input), and its compaction
+// item, back in a later input, reaches the upstream whole; over one
+// without (404) the bridge asks the model for a summary.
+func TestResponsesCompactOverResponses(t *testing.T) {
+	const upstreamItem = `{"id":"cmp_up1","type":"compaction","encrypted_content":"gAAAA-upstream-opaque"}`
+	up := responsestest.New(func(n int, body []byte) responsestest.Reply {
+		e := &responsestest.Events{ID: fmt.Sprintf("resp_up%d", n), Model: "gpt-test"}
+		return responsestest.Reply{Events: e.Created().Text("a summary").Completed(3, 2).List()}
+	})
+	up.Compact = func(body []byte) (int, string) {
+		return 200, `{"id":"resp_cmp_up","object":"response.compaction","created_at":1760000000,"output":[` + upstreamItem +
+			`],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":13}}`
+	}
+	t.Cleanup(up.Close)
+	m := bridgeOver(t, "responses", up.BaseURL())
+	base := "http://" + m.Addr()
+	code, b := do(t, "POST", base+"/v1/responses/compact", "", `{"model":"gpt-test","input":[{"role":"user","content":"My name is Ada."},{"role":"assistant","content":"Hello Ada."}]}`)
+	if code != 200 || !strings.Contains(b, `"id":"resp_cmp_up"`) || !strings.Contains(b, "gAAAA-upstream-opaque") {
+		t.Fatalf("compact over a Responses upstream: %d %s, want the upstream's object", code, b)
+	}
+	reqs := up.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "My name is Ada.") || strings.Contains(last, "Summarize the conversation") || strings.Contains(last, `"stream"`) {
+		t.Errorf("the upstream's compact got %s, want the conversation alone", last)
+	}
+	code, b = do(t, "POST", base+"/v1/responses", "", `{"model":"gpt-test","store":false,"input":[`+upstreamItem+`,{"role":"user","content":"What is my name?"}]}`)
+	if code != 200 {
+		t.Fatalf("a request with the upstream's compaction item: %d %s", code, b)
+	}
+	reqs = up.Requests()
+	var sent struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &sent); err != nil || len(sent.Input) != 2 || string(sent.Input[0]) != upstreamItem {
+		t.Errorf("the compaction item did not reach the upstream whole: %s", reqs[len(reqs)-1].Body)
+	}
+
+	// Without compaction upstream: the summary path.
+	up.Compact = nil
+	code, b = do(t, "POST", base+"/v1/responses/compact", "", `{"model":"gpt-test","input":"My name is Ada."}`)
+	if code != 200 || !strings.Contains(b, "bridge-compaction:v1:") {
+		t.Fatalf("compact over a Responses upstream without it: %d %s, want the bridge's summary", code, b)
+	}
+	reqs = up.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "Summarize the conversation") {
+		t.Errorf("the summary call: %s", last)
+	}
+}

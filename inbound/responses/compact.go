@@ -13,7 +13,9 @@ import (
 	wire "github.com/bridge-dev/bridge/mapping/responses"
 )
 
-// Compaction: POST /v1/responses/compact asks the routed model for a
+// Compaction: POST /v1/responses/compact passes the conversation to the
+// routed upstream's own compaction when it has one (a Responses upstream's
+// /responses/compact; Config.Compact), else asks the routed model for a
 // summary of the conversation it is given (its input, after the
 // conversation of previous_response_id when set) as a run like any other,
 // in a session of its own (the summary is no turn of the conversation), and
@@ -91,6 +93,22 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cr.Hub.Messages = append(msgs, cr.Hub.Messages...)
+	}
+	if h.cfg.Compact != nil {
+		// An upstream with compaction of its own makes it: its object
+		// goes back as it came, and its compaction item, back in a later
+		// input, goes to it whole.
+		conv := *cr.Hub
+		conv.Messages = cr.Hub.Messages[:len(cr.Hub.Messages)-1] // without the summary prompt
+		obj, ok, err := h.cfg.Compact(ctx, &conv)
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+		if ok {
+			h.writeJSON(w, http.StatusOK, obj)
+			return
+		}
 	}
 	rec := &record{ID: bridge.NewID("resp_"), Principal: principal, Created: h.cfg.Now().UTC(), Model: model}
 	cr.Hub.Stream = false

@@ -31,6 +31,11 @@ type Config struct {
 	Responses bridge.ResponseStore
 	// MaxBody bounds request bodies (default inbound.DefaultMaxBody).
 	MaxBody int64
+	// Compact asks a request's upstream for a compaction of its
+	// conversation when that upstream has its own (a Responses upstream's
+	// /responses/compact); ok false, or nil: the routed model is asked for
+	// a summary instead.
+	Compact func(ctx context.Context, req *bridge.Request) (object []byte, ok bool, err error)
 	// WriteTimeout bounds each WebSocket message's write (0:
 	// inbound.DefaultWriteTimeout), as the server's write deadline bounds
 	// each write over HTTP: a client that stops reading is cut off.

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -340,7 +341,9 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 		case bridge.PartText, bridge.PartRefusal, bridge.PartData:
 			text = append(text, p)
 		case bridge.PartOpaque:
-			if p.Opaque != nil && p.Opaque.Dialect == Dialect && json.Valid(p.Opaque.Data) {
+			if it := opaqueItem(&p); it != nil {
+				out = append(out, it) // an item of this dialect the hub does not model (a compaction): back as it came
+			} else if p.Opaque != nil && p.Opaque.Dialect == Dialect && json.Valid(p.Opaque.Data) {
 				text = append(text, p) // a content part of this dialect the hub does not model: back as it came
 			} else {
 				e.drop(path + ": " + string(p.Type) + " part")
@@ -393,6 +396,26 @@ func (e *reqEncoder) assistant(m *bridge.Message, path string) [][]byte {
 		out = append(out, w.End())
 	}
 	return out
+}
+
+// itemTypes are the input items the decoder keeps whole as opaque parts.
+var itemTypes = []string{"compaction"}
+
+// opaqueItem is the item an opaque part of this dialect holds (a
+// compaction), or nil for a content part or another dialect's.
+func opaqueItem(p *bridge.Part) []byte {
+	if p.Opaque == nil || p.Opaque.Dialect != Dialect {
+		return nil
+	}
+	o, err := wire.AsObject(p.Opaque.Data, "")
+	if err != nil {
+		return nil
+	}
+	var typ string
+	if wire.OptString(o, "", "type", &typ) != nil || !slices.Contains(itemTypes, typ) {
+		return nil
+	}
+	return wire.Compact(p.Opaque.Data)
 }
 
 // reasoning renders a reasoning part as the reasoning item a Responses

@@ -316,6 +316,8 @@ func (in *inputDecoder) item(raw json.RawMessage, path string) error {
 		return in.functionCallOutput(o, path)
 	case "reasoning":
 		return in.reasoning(o, raw, path)
+	case "compaction":
+		return in.compaction(o, raw)
 	case "item_reference":
 		return &bridge.Error{Code: bridge.CodeUnsupported, Param: path,
 			Message: path + ": item_reference is not supported by this bridge; send the item itself or use previous_response_id"}
@@ -531,6 +533,20 @@ func (in *inputDecoder) reasoning(o wire.Object, raw json.RawMessage, path strin
 	}
 	m := in.assistant()
 	m.Parts = append(m.Parts, p)
+	in.items = append(in.items, withoutID(o))
+	return nil
+}
+
+// compaction keeps a compaction item an upstream made (its
+// encrypted_content is that upstream's; the bridge's own were expanded
+// before decoding) whole, as the opaque part of an assistant message of
+// its own: it goes back to a Responses upstream as it came
+// (EncodeRequest), and no other dialect can read it.
+func (in *inputDecoder) compaction(o wire.Object, raw json.RawMessage) error {
+	in.close()
+	m := in.assistant()
+	m.Parts = append(m.Parts, bridge.Part{Type: bridge.PartOpaque, Opaque: &bridge.Opaque{Dialect: Dialect, Data: wire.Compact(raw)}})
+	in.close()
 	in.items = append(in.items, withoutID(o))
 	return nil
 }

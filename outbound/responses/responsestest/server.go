@@ -53,6 +53,9 @@ type Server struct {
 	// RefuseWebSocket answers an upgrade with 404, as a server without
 	// WebSocket mode does. Set it before the first request.
 	RefuseWebSocket bool
+	// Compact answers POST /v1/responses/compact (logged as a request);
+	// nil: 404, as a server without compaction.
+	Compact func(body []byte) (status int, answer string)
 
 	log      fakesse.Log
 	upgrades atomic.Int64
@@ -101,6 +104,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/responses" && !s.RefuseWebSocket &&
 		strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		s.serveWebSocket(w, r)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/responses/compact" && s.Compact != nil {
+		_, body := s.log.Add(r)
+		status, answer := s.Compact(body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, answer)
 		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
