@@ -38,19 +38,34 @@ func responsesPairs() []pair {
 				"upstream gets the whole of it each turn; text, function calls with their call_id and streamed arguments " +
 				"byte for byte, reasoning_content as reasoning summaries, usage, and upstream errors with their status, " +
 				"type, code and message.",
+			"WebSocket mode: each response.create a run, one after another on a connection, store: false ones continued " +
+				"from the connection's cache; compaction: the model is asked for a summary, and the compaction item, back " +
+				"as input, is that summary as a user message (TestResponsesWebSocket*, TestResponsesCompact, and the Open " +
+				"Responses compliance suite, 17 of 17, over this pair).",
 		}},
 		{inbound: rc, outbound: responsesOut, notes: []string{
 			"Same dialect both ways, the bridge keeping the state: the upstream is called with the whole transcript " +
 				"as input items and store: false; the fields the hub does not model (include, truncation, built-in tools, " +
 				"text.verbosity, reasoning.summary, ...) ride in the request's Extra back to the upstream.",
+			"Compaction is the upstream's own (POST /responses/compact, its object passed through as it came), and its " +
+				"compaction item, back as input, goes to it whole; an upstream without it (404, 405) gets the summary " +
+				"path of the other upstreams (TestResponsesCompactOverResponses). With websocket: true the upstream is " +
+				"called in WebSocket mode, whichever way the client came (TestResponsesUpstreamWebSocket).",
 		}},
 		{inbound: rc, outbound: echoOut},
 		{inbound: rc, outbound: anthropicOut, notes: []string{
 			"A Responses client over Messages: thinking reaches the client as reasoning summaries (its signature stays " +
 				"in the bridge's session transcript and goes back upstream; a stateless client passing items back has " +
 				"none to send), instructions as the top-level system, max_output_tokens as max_tokens.",
+			"WebSocket mode and compaction as over Chat Completions: the summary is Claude's " +
+				"(TestResponsesWebSocketAndCompactOverEachUpstream).",
 		}},
-		{inbound: rc, outbound: a2aOut},
+		{inbound: rc, outbound: a2aOut, notes: []string{
+			"WebSocket mode as over Chat Completions (a continuation sends only the new message into the agent's " +
+				"context); compaction asks the agent for the summary in a context of its own, the conversation inlined " +
+				"in its first message, and the compaction item, back as input, is that summary as text " +
+				"(TestResponsesWebSocketAndCompactOverEachUpstream).",
+		}},
 		{inbound: rc, outbound: adkOut},
 		{inbound: rc, outbound: hermesOut},
 		{inbound: openaiClient{}, outbound: responsesOut, notes: []string{
@@ -115,6 +130,10 @@ func (responsesClient) limits() []string {
 		"Resume: GET /v1/responses/{id}?stream=true&starting_after=N re-renders the response and writes the events " +
 			"after N; the run API's Last-Event-ID works too, but the frames one hub event makes share its id, so it " +
 			"resumes after all of them.",
+		"WebSocket mode and compaction (POST /v1/responses/compact) are served over every upstream but are not " +
+			"matrix scenarios: their tests are named in the pairs' notes. Over an upstream without compaction of its " +
+			"own the routed model or agent is asked for a summary, and the item's encrypted_content is a reference " +
+			"to that run, expanded into the summary when the item comes back.",
 	}
 }
 

@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/coder/websocket"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
 	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
 	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
 )
@@ -678,5 +681,87 @@ func TestResponsesCompactOverResponses(t *testing.T) {
 	reqs = up.Requests()
 	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "Summarize the conversation") {
 		t.Errorf("the summary call: %s", last)
+	}
+}
+
+// TestResponsesWebSocketAndCompactOverEachUpstream: WebSocket mode and
+// /v1/responses/compact over an Anthropic upstream and an agent (A2A)
+// upstream, as over Chat: two responses on one connection, the second
+// continuing the first (store: false) with the earlier turn reaching the
+// upstream; a compaction the bridge makes by asking the upstream for a
+// summary; its item, back as input over the same connection, reaching the
+// upstream as that summary.
+func TestResponsesWebSocketAndCompactOverEachUpstream(t *testing.T) {
+	for _, kind := range []string{"anthropic", "a2a"} {
+		t.Run(kind, func(t *testing.T) {
+			var m *Main
+			var seen func() string // the text of the last call the upstream got
+			var agent *a2atest.Server
+			switch kind {
+			case "anthropic":
+				up := anthropictest.New(func(n int, body []byte) anthropictest.Reply {
+					e := &anthropictest.Events{ID: fmt.Sprintf("msg_%d", n), Model: "claude-test"}
+					return anthropictest.Reply{Events: e.Start(5, 0, 0).Text("answer ", fmt.Sprint(n)).Delta("end_turn", 2).Stop().List()}
+				})
+				t.Cleanup(up.Close)
+				m = bridgeOver(t, "anthropic", up.URL)
+				seen = func() string { r := up.Requests(); return string(r[len(r)-1].Body) }
+			case "a2a":
+				agent = a2atest.New(func(n int, _ *a2asdk.Message) a2atest.Reply {
+					return a2atest.Reply{Chunks: []string{"answer ", fmt.Sprint(n)}}
+				})
+				t.Cleanup(agent.Close)
+				m = bridgeOver(t, "a2a", agent.URL)
+				seen = func() string { r := agent.Received(); return r[len(r)-1].Text }
+			}
+			c := wsDial(t, m, "")
+			wsSend(t, c, create("Remember cobalt", "store", false))
+			first := wsTurn(t, c)
+			if last := first[len(first)-1]; last.Type != "response.completed" || last.text() != "answer 0" {
+				t.Fatalf("first response: %s", last.raw)
+			}
+			wsSend(t, c, create("What was the word?", "store", false, "previous_response_id", first[len(first)-1].Response.ID))
+			second := wsTurn(t, c)
+			if last := second[len(second)-1]; last.Type != "response.completed" || last.text() != "answer 1" {
+				t.Fatalf("the continuation: %s", last.raw)
+			}
+			if got := seen(); !strings.Contains(got, "What was the word?") || (kind == "anthropic" && !strings.Contains(got, "Remember cobalt")) {
+				t.Errorf("the continuation's upstream call: %s", got)
+			}
+			if agent != nil {
+				// The agent keeps the context: only the new message goes.
+				if got := agent.Received(); got[1].Text != "What was the word?" || got[1].ContextID != got[0].ContextID {
+					t.Errorf("the continuation sent %q in context %q, want only the new message in %q", got[1].Text, got[1].ContextID, got[0].ContextID)
+				}
+			}
+
+			code, b := do(t, "POST", "http://"+m.Addr()+"/v1/responses/compact", "",
+				`{"model":"gpt-test","input":[{"role":"user","content":"My name is Ada."},{"role":"assistant","content":"Hello Ada."}]}`)
+			var obj struct {
+				Object string            `json:"object"`
+				Output []json.RawMessage `json:"output"`
+			}
+			if err := json.Unmarshal([]byte(b), &obj); code != 200 || err != nil || obj.Object != "response.compaction" || len(obj.Output) != 1 ||
+				!strings.Contains(b, "bridge-compaction:v1:") {
+				t.Fatalf("compact: %d %s", code, b)
+			}
+			if got := seen(); !strings.Contains(got, "My name is Ada.") || !strings.Contains(got, "Summarize the conversation") {
+				t.Errorf("the summary call: %s", got)
+			}
+			if agent != nil {
+				if got := agent.Received(); got[2].ContextID == got[0].ContextID {
+					t.Errorf("the summary was asked in the conversation's context %q, want one of its own", got[0].ContextID)
+				}
+			}
+			wsSend(t, c, map[string]any{"type": "response.create", "model": "gpt-test", "store": false,
+				"input": []any{obj.Output[0], map[string]any{"role": "user", "content": "What is my name?"}}})
+			third := wsTurn(t, c)
+			if last := third[len(third)-1]; last.Type != "response.completed" || last.text() != "answer 3" {
+				t.Fatalf("a response with the compaction item: %s", last.raw)
+			}
+			if got := seen(); !strings.Contains(got, "Summary of the conversation so far (compacted):") || !strings.Contains(got, "answer 2") || !strings.Contains(got, "What is my name?") {
+				t.Errorf("the compaction item did not reach the upstream as its summary: %s", got)
+			}
+		})
 	}
 }
