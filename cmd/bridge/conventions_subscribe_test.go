@@ -120,20 +120,26 @@ func openChannel(ctx context.Context, t *testing.T, a convAdapter, c *chain, sid
 	return openStream(ctx, t, "GET", c.front+"/v1/sessions/"+sid+"/events?format="+a.name(), nil, h)
 }
 
-func caseSubscribe(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
-	var s *convSession
-	sid := tag             // the bridge's session, which the channel is of
-	if a.name() == "adk" { // the ADK session's: the create answer's X-Session-Id
-		resp := convSend(ctx, t, "POST", c.front+"/apps/"+convModelName+"/users/"+convADKUser+"/sessions/"+url.PathEscape(tag), map[string]any{}, nil)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if sid = resp.Header.Get("X-Session-Id"); resp.StatusCode != http.StatusOK || sid == "" {
-			t.Fatalf("create ADK session: %d, X-Session-Id %q", resp.StatusCode, sid)
-		}
-		s = &convSession{id: tag, app: convModelName}
-	} else {
-		s = a.session(ctx, t, c, tag)
+// subscribeSession makes the adapter's session tag, and returns it with
+// the bridge's session its channel is of: tag, or for ADK the create
+// answer's X-Session-Id.
+func subscribeSession(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) (*convSession, string) {
+	t.Helper()
+	if a.name() != "adk" {
+		return a.session(ctx, t, c, tag), tag
 	}
+	resp := convSend(ctx, t, "POST", c.front+"/apps/"+convModelName+"/users/"+convADKUser+"/sessions/"+url.PathEscape(tag), map[string]any{}, nil)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("X-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("create ADK session: %d, X-Session-Id %q", resp.StatusCode, sid)
+	}
+	return &convSession{id: tag, app: convModelName}, sid
+}
+
+func caseSubscribe(ctx context.Context, t *testing.T, a convAdapter, c *chain, tag string) {
+	s, sid := subscribeSession(ctx, t, a, c, tag)
 	// 1. subscribe.
 	ch := openChannel(ctx, t, a, c, sid, "")
 

@@ -55,31 +55,64 @@ func TestSubscribeAcceptedCommands(t *testing.T) {
 	s.transcript = nil
 	s.record(q3, c.answer(q3, 1))
 
-	// Resume: a slow run, seen on the channel up to a few words; its
-	// resume, accepted, names it; the rest of it comes on the channel.
-	q4 := sayPrompt(convSlowAnswer(sid, 30))
-	r4, _ := acceptedRun(ctx, t, a, c, s, sid, q4, "local-slow")
+	acceptedResume(ctx, t, a, c, s, sid, ch)
+}
+
+// acceptedResume: a slow run, seen on the channel up to a few words; its
+// resume, accepted (Prefer: respond-async), answers 202 naming it and the
+// client's local run id, and streams nothing; the rest of the run comes
+// on the channel, with no gap and no duplicate.
+func acceptedResume(ctx context.Context, t *testing.T, a convAdapter, c *chain, s *convSession, sid string, ch *convStream) {
+	t.Helper()
+	q := sayPrompt(convSlowAnswer(sid, 30))
+	run, local := acceptedRun(ctx, t, a, c, s, sid, q, "local-slow")
 	n := len(ch.frames)
 	if !ch.until(func(f []sseFrame) bool { return len(f) > n+1 && wordCount(a.answer(f[n+1:])) >= 3 }) {
-		t.Fatalf("the channel ended before run %s's third word", r4)
+		t.Fatalf("the channel ended before run %s's third word", run)
 	}
-	last := ch.frames[len(ch.frames)-1].id
-	st := a.resume(withConvHeaders(ctx, map[string]string{"Prefer": "respond-async"}), t, c, s, r4, last)
+	last := ch.frames[len(ch.frames)-1]
+	for i := len(ch.frames) - 1; i > n && !last.hasID; i-- {
+		last = ch.frames[i]
+	}
+	st := a.resume(withConvHeaders(ctx, map[string]string{"Prefer": "respond-async"}), t, c, s, run, last.id)
 	b, _ := io.ReadAll(st.resp.Body)
 	var acc struct {
 		RunID       string `json:"run_id"`
 		ClientRunID string `json:"client_run_id"`
 	}
 	if st.resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("accepted resume of %s: %d %s, want 202", r4, st.resp.StatusCode, b)
+		t.Fatalf("accepted resume of %s: %d %s, want 202", run, st.resp.StatusCode, b)
 	}
 	decodeJSON(t, "accepted resume", b, &acc)
-	if acc.RunID != r4 || acc.ClientRunID != "local-slow" {
-		t.Errorf("accepted resume answered %s, want run %s, client_run_id local-slow", b, r4)
+	if acc.RunID != run || acc.ClientRunID != local {
+		t.Errorf("accepted resume answered %s, want run %s, client_run_id %s", b, run, local)
 	}
 	tail := readChannelRunTail(t, ch)
 	whole := append(append([]sseFrame(nil), ch.frames[n+1:len(ch.frames)-len(tail)-1]...), tail...)
-	if got, want := a.answer(whole), c.answer(q4, 1); got != want {
-		t.Errorf("run %s on the channel across its accepted resume: %q, want %q", r4, got, want)
+	if got, want := a.answer(whole), c.answer(q, 1); got != want {
+		t.Errorf("run %s on the channel across its accepted resume: %q, want %q", run, got, want)
+	}
+	seen := map[string]bool{}
+	for _, f := range whole {
+		if f.hasID && seen[f.id] {
+			t.Errorf("frame %s twice on the channel", f.id)
+		}
+		seen[f.id] = true
+	}
+}
+
+// TestSubscribeAcceptedResume: each chatkit adapter's own resume (A2A
+// tasks/resubscribe, ADK run_sse with lastEventId, Hermes' GET
+// chat/stream) is accepted as the run API's is (acceptedResume).
+func TestSubscribeAcceptedResume(t *testing.T) {
+	m := newConvModel(t)
+	c := &chain{upstream: "openai", front: convBridge(t, Upstream{Name: "model", Dialect: "openai", URL: m.baseURL()}), model: m}
+	for _, a := range []convAdapter{a2aAdapter{}, adkAdapter{}, hermesAdapter{}} {
+		t.Run(a.name(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
+			defer cancel()
+			s, sid := subscribeSession(ctx, t, a, c, convID("resume-"+a.name()))
+			acceptedResume(ctx, t, a, c, s, sid, openChannel(ctx, t, a, c, sid, ""))
+		})
 	}
 }

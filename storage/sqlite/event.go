@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -603,25 +604,76 @@ func scanEvents(rows *sql.Rows, evs []bridge.Event, after func(run string, sseq 
 }
 
 // SessionEvents returns the events of principal's runs of session after
-// the position after, in commit order (SessionSeq, then seq). Each run's
-// events from after.SessionSeq on are one seek of events_by_sseq.
+// the position after, in commit order (SessionSeq, then seq), up to limit
+// (<= 0: all). Each run's events after the position are read in the
+// order of events_by_sseq (run_id, sseq, and the key's seq), only as far
+// as the page needs, and the runs' are merged: a page costs a seek per
+// run of the session and at most limit events per run, however far
+// behind the position is. (One query ordering the join of the session's
+// runs and events sorted every event after the position for each page:
+// a channel reading a long run from its start took time quadratic in the
+// run's length.)
 func (s *Store) SessionEvents(ctx context.Context, principal, session string, after bridge.SessionPos, limit int) ([]bridge.Event, error) {
 	var evs []bridge.Event
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT e.run_id, e.seq, e.last, e.time, e.sseq, e.payload
-			FROM runs r JOIN events e ON e.run_id = r.id
-			WHERE r.session_id = ?1 AND r.principal = ?2 AND ?1 <> '' AND e.sseq >= ?3
-			ORDER BY e.sseq, e.seq`, session, principal, after.SessionSeq)
+		if session == "" {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT r.id FROM runs r
+			WHERE r.session_id = ?1 AND r.principal = ?2
+				AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.id AND e.sseq >= ?3)`, session, principal, after.SessionSeq)
 		if err != nil {
 			return err
 		}
-		evs, err = scanEvents(rows, evs, func(_ string, sseq int64) int64 {
+		var runs []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			runs = append(runs, id)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		from := func(_ string, sseq int64) int64 {
 			if sseq == after.SessionSeq {
 				return after.Seq
 			}
 			return 0
-		}, limit)
-		return err
+		}
+		for _, run := range runs {
+			// From the row that may hold the event after the position: a
+			// pack row of the position's commit begins at most maxPack-1
+			// events before it.
+			rows, err := tx.QueryContext(ctx, `SELECT run_id, seq, last, time, sseq, payload FROM events
+				WHERE run_id = ?1 AND (sseq, seq) > (?2, ?3)
+				ORDER BY sseq, seq`, run, after.SessionSeq, after.Seq-maxPack)
+			if err != nil {
+				return err
+			}
+			upTo := 0 // all
+			if limit > 0 {
+				upTo = len(evs) + limit
+			}
+			if evs, err = scanEvents(rows, evs, from, upTo); err != nil {
+				return err
+			}
+		}
+		slices.SortFunc(evs, func(a, b bridge.Event) int {
+			if c := cmp.Compare(a.SessionSeq, b.SessionSeq); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Seq, b.Seq)
+		})
+		if limit > 0 && len(evs) > limit {
+			evs = evs[:limit]
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("session events session=%s after=%d/%d: %w", session, after.SessionSeq, after.Seq, err)
