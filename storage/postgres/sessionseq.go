@@ -24,11 +24,17 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := s.db().Query(ctx, `SELECT e.run_id, e.seq, e.sseq, e.payload, e.time
-		FROM runs r JOIN events e ON e.run_id = r.id
+	// Each run's first events after the position (events_by_sseq, in
+	// order, as far as the page needs), then the first of those: ordering
+	// the whole join sorted every event after the position for each page,
+	// so a channel reading a long run from behind took quadratic time.
+	rows, err := s.db().Query(ctx, `SELECT x.run_id, x.seq, x.sseq, x.payload, x.time
+		FROM runs r CROSS JOIN LATERAL (
+			SELECT e.run_id, e.seq, e.sseq, e.payload, e.time FROM events e
+			WHERE e.run_id = r.id AND e.sseq >= $3 AND (e.sseq > $3 OR e.seq > $4)
+			ORDER BY e.sseq, e.seq LIMIT $5) x
 		WHERE r.session_id = $1 AND r.principal = $2 AND $1 <> ''
-			AND (e.sseq > $3 OR e.sseq = $3 AND e.seq > $4)
-		ORDER BY e.sseq, e.seq LIMIT $5`, session, principal, after.SessionSeq, after.Seq, lim)
+		ORDER BY x.sseq, x.seq LIMIT $5`, session, principal, after.SessionSeq, after.Seq, lim)
 	if err != nil {
 		return nil, fmt.Errorf("session events session=%s: %w", session, err)
 	}
