@@ -77,10 +77,16 @@ const (
 	otherSecret    = "sk-ant-OTHER-secret-9191"
 )
 
+// strayKeys are credentials no upstream is configured with, which an
+// upstream's error may quote all the same (a key of its own, a proxy's):
+// they are scrubbed by their shape, as the value of an Authorization,
+// X-Api-Key or api-key.
+var strayKeys = []string{"stray-bearer-TOKEN-5150", "stray-xkey-TOKEN-6161", "stray-azure-TOKEN-7171"}
+
 // leaks reports which credential-looking text s holds.
 func leaks(s string) []string {
 	var out []string
-	for _, k := range []string{upstreamSecret, otherSecret, "Bearer sk-", "x-api-key: sk", "SECRET", "OTHER-secret"} {
+	for _, k := range append([]string{upstreamSecret, otherSecret, "Bearer sk-", "x-api-key: sk", "SECRET", "OTHER-secret", "TOKEN-"}, strayKeys...) {
 		if strings.Contains(s, k) {
 			out = append(out, k)
 		}
@@ -103,7 +109,8 @@ func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
 	count := newTally(t)
 
 	quote := func(prefix string) string {
-		return prefix + ": bad key: Authorization: Bearer " + upstreamSecret + `; headers {"x-api-key": "` + otherSecret + `"} api_key=` + otherSecret
+		return prefix + ": bad key: Authorization: Bearer " + upstreamSecret + `; headers {"x-api-key": "` + otherSecret + `"} api_key=` + otherSecret +
+			"; forwarded Authorization: Bearer " + strayKeys[0] + `, {"X-Api-Key":"` + strayKeys[1] + `"}, api-key: ` + strayKeys[2]
 	}
 	oa := openaitest.New(func(_ int, body []byte) openaitest.Reply {
 		switch {
@@ -218,7 +225,7 @@ func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
 		if err != nil && suffix == "" {
 			t.Fatal(err)
 		}
-		for _, k := range []string{upstreamSecret, otherSecret} {
+		for _, k := range append([]string{upstreamSecret, otherSecret}, strayKeys...) {
 			if strings.Contains(string(b), k) {
 				t.Errorf("the database file %s holds an upstream key", "bridge.db"+suffix)
 			}
@@ -416,7 +423,8 @@ func TestAttackResumeKeepsCredentials(t *testing.T) {
 			fmt.Fprintf(w, `{"name":"agent","url":%q,"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","capabilities":{"streaming":true},"version":"1","skills":[],"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"]}`, leaky.URL)
 			return
 		}
-		http.Error(w, "upstream exploded handling request with Authorization: "+r.Header.Get("Authorization")+" key "+upstreamSecret, http.StatusInternalServerError)
+		http.Error(w, "upstream exploded handling request with Authorization: "+r.Header.Get("Authorization")+" key "+upstreamSecret+
+			" proxy Authorization: Bearer "+strayKeys[0], http.StatusInternalServerError)
 	}))
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	proc, base := bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
