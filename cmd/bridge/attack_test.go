@@ -579,7 +579,10 @@ func TestAttackSlowBody(t *testing.T) {
 				case took > cfg.BodyTimeout/2:
 					t.Errorf("%s: the 401 took %s: it waited for the body", what, took)
 				}
-				if status != 0 && strings.Contains(body, "i/o timeout") || strings.Contains(body, "deadline") || strings.Contains(body, "EOF") {
+				if status != 0 && !inDialect(dialectOf(rt[1]), status, []byte(body)) {
+					t.Errorf("%s: %d is not an error in the caller's dialect: %.200s", what, status, body)
+				}
+				if status != 0 && (strings.Contains(body, "i/o timeout") || strings.Contains(body, "deadline") || strings.Contains(body, "EOF")) {
 					t.Errorf("%s: Go's error text reached the client: %.200s", what, body)
 				}
 			})
