@@ -857,14 +857,59 @@ func TestAttackClientIDs(t *testing.T) {
 			}
 		}
 	}
+	// The other id headers, each on a route that reads it.
+	resp, got := call(t, "POST", base+"/v1/chat/completions", "k1", `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`)
+	run := resp.Header.Get("X-Run-Id")
+	if run == "" {
+		t.Fatalf("a run to name: %d %.200s", resp.StatusCode, got)
+	}
+	for _, h := range []struct{ header, method, path, body string }{
+		{"Idempotency-Key", "POST", "/v1/runs", `{"input":"hi"}`},
+		{"X-Replace-From", "POST", "/v1/chat/completions", `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`},
+		{"Last-Event-ID", "GET", "/v1/runs/" + run + "/events", ""},
+		{"Last-Event-ID", "GET", "/v1/sessions/s/events", ""},
+	} {
+		for _, bad := range badIDs {
+			if strings.ContainsAny(bad.raw, "\x00\r\n") {
+				continue
+			}
+			count.add("header-id")
+			resp, got := call(t, h.method, base+h.path, "k1", h.body, h.header, bad.raw)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s %s %s: %s: %d, want 400: %.200s", h.method, h.path, h.header, bad.name, resp.StatusCode, got)
+			}
+		}
+	}
 	// Ids in bodies (JSON carries no invalid UTF-8: the encoder makes it
 	// U+FFFD, a printable character).
 	for _, bad := range badIDs {
 		if !utf8.ValidString(bad.raw) {
 			continue
 		}
-		count.add("a2a-contextId")
 		id, _ := json.Marshal(bad.raw)
+		for _, b := range []struct{ name, path, body string }{
+			{"a2a-taskId", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","taskId":` + string(id) + `,"parts":[{"kind":"text","text":"hi"}]}}}`},
+			{"a2a-tasks/get", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":` + string(id) + `}}`},
+			{"a2a-tasks/cancel", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"id":` + string(id) + `}}`},
+			{"a2a-tasks/resubscribe", "/a2a", `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":` + string(id) + `}}`},
+			{"adk-run-userId", "/run", `{"appName":"echo","userId":` + string(id) + `,"sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]}}`},
+			{"adk-run-appName", "/run", `{"appName":` + string(id) + `,"userId":"u","sessionId":"s","newMessage":{"role":"user","parts":[{"text":"hi"}]}}`},
+			{"hermes-session", "/api/sessions", `{"id":` + string(id) + `}`},
+			{"hermes-runs-session_id", "/v1/runs", `{"session_id":` + string(id) + `,"input":"hi"}`},
+			{"responses-previous_response_id", "/v1/responses", `{"model":"echo","input":"hi","previous_response_id":` + string(id) + `}`},
+			{"responses-compact-previous_response_id", "/v1/responses/compact", `{"model":"echo","previous_response_id":` + string(id) + `}`},
+		} {
+			count.add(b.name)
+			status, got := do(t, "POST", base+b.path, "k1", b.body)
+			if b.path == "/a2a" {
+				if !strings.Contains(got, `"code":-32602`) {
+					t.Errorf("%s %s: want an invalid-params error: %.300s", b.name, bad.name, got)
+				}
+			} else if status != http.StatusBadRequest {
+				t.Errorf("%s %s: %d, want 400: %.200s", b.name, bad.name, status, got)
+			}
+		}
+		count.add("a2a-contextId")
 		send := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","contextId":` +
 			string(id) + `,"parts":[{"kind":"text","text":"hi"}]}}}`
 		_, got := do(t, "POST", base+"/a2a", "k1", send)
@@ -881,6 +926,22 @@ func TestAttackClientIDs(t *testing.T) {
 			`,"newMessage":{"role":"user","parts":[{"text":"hi"}]}}`)
 		if status != http.StatusBadRequest {
 			t.Errorf("adk /run sessionId %s: %d, want 400: %.200s", bad.name, status, got)
+		}
+	}
+	// The Responses WebSocket mode: a response.create (and a warm-up,
+	// generate false) continuing an id that is no id.
+	ws := wsDial(t, m, "k1")
+	for _, bad := range badIDs {
+		if !utf8.ValidString(bad.raw) {
+			continue
+		}
+		for _, generate := range []bool{true, false} {
+			count.add("responses-ws-previous_response_id")
+			wsSend(t, ws, create("hi", "model", "echo", "previous_response_id", bad.raw, "generate", generate))
+			msgs := wsTurn(t, ws)
+			if last := msgs[len(msgs)-1]; last.Type != "error" || last.Status != http.StatusBadRequest {
+				t.Errorf("WebSocket response.create generate=%t, previous_response_id %s: want a 400 error: %.300s", generate, bad.name, last.raw)
+			}
 		}
 	}
 }

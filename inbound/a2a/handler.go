@@ -510,6 +510,20 @@ func (h *Handler) fold(ctx context.Context, runID string, wait bool) (*wire.Task
 	return tb, nil
 }
 
+// decodeTaskParams is wire.DecodeTaskParams with the task id a client
+// gives checked as every client-given id is (inbound.ValidID), before it
+// is looked up or quoted back in a "not found".
+func decodeTaskParams(params json.RawMessage) (*wire.TaskParams, error) {
+	p, err := wire.DecodeTaskParams(params)
+	if err != nil {
+		return nil, err
+	}
+	if !inbound.ValidID(p.ID) {
+		return nil, wire.ErrInvalidParams("params.id: at most 256 bytes of printable characters, no control characters")
+	}
+	return p, nil
+}
+
 func taskErr(id string, err error) error {
 	if bridge.ErrorCode(err) == bridge.CodeNotFound {
 		return wire.ErrTaskNotFound(id)
@@ -519,7 +533,7 @@ func taskErr(id string, err error) error {
 
 // get serves tasks/get.
 func (h *Handler) get(ctx context.Context, c *call) ([]byte, error) {
-	p, err := wire.DecodeTaskParams(c.req.Params)
+	p, err := decodeTaskParams(c.req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -534,7 +548,7 @@ func (h *Handler) get(ctx context.Context, c *call) ([]byte, error) {
 // call closed, and the upstream's own cancel called where it has one); a
 // task that has ended cannot be canceled.
 func (h *Handler) cancel(ctx context.Context, c *call) ([]byte, error) {
-	p, err := wire.DecodeTaskParams(c.req.Params)
+	p, err := decodeTaskParams(c.req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -570,6 +584,9 @@ func (h *Handler) list(ctx context.Context, c *call) ([]byte, error) {
 	}
 	if p.ContextID == "" {
 		return nil, wire.ErrInvalidParams("params.contextId is required: this agent lists the tasks of one context")
+	}
+	if !inbound.ValidID(p.ContextID) {
+		return nil, wire.ErrInvalidParams("params.contextId: at most 256 bytes of printable characters, no control characters")
 	}
 	size := p.PageSize
 	if size == 0 {
@@ -658,7 +675,7 @@ func (h *Handler) stream(w http.ResponseWriter, c *call) {
 			after = run.LastSeq // the task as it stood was sent; what follows is new
 		}
 	case wire.OpSubscribe:
-		p, err := wire.DecodeTaskParams(c.req.Params)
+		p, err := decodeTaskParams(c.req.Params)
 		if err != nil {
 			fail(err)
 			return

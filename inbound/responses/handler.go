@@ -300,6 +300,9 @@ func (h *Handler) checkResults(ctx context.Context, req *bridge.Request) error {
 // previous is the response previous_response_id names: the connection's
 // (cache, when it has it), else a stored one.
 func (h *Handler) previous(ctx context.Context, principal, id string, cache *wsCache) (*record, error) {
+	if err := checkPrevious(id); err != nil {
+		return nil, err
+	}
 	if e := cache.get(id); e != nil && e.rec.RunID != "" {
 		rec := e.rec
 		return &rec, nil
@@ -312,6 +315,16 @@ func (h *Handler) previous(ctx context.Context, principal, id string, cache *wsC
 		return nil, err
 	}
 	return prev, nil
+}
+
+// checkPrevious refuses a previous_response_id that is no client-given
+// id (inbound.ValidID) before it is looked up or quoted back.
+func checkPrevious(id string) error {
+	if inbound.ValidID(id) {
+		return nil
+	}
+	return &bridge.Error{Code: bridge.CodeInvalid, Param: "previous_response_id",
+		Message: fmt.Sprintf("previous_response_id: at most %d bytes of printable characters, no control characters", inbound.MaxIDLen)}
 }
 
 // startRun starts the run, retrying a continuation that races the engine

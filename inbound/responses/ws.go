@@ -364,6 +364,9 @@ func (wc *wsConn) create(ctx context.Context, cr *wire.Request, generate bool) e
 // with no output, whose input the connection holds for the response that
 // continues it. It makes no model call, so it is no run.
 func (wc *wsConn) warmup(ctx context.Context, cr *wire.Request, rec *record) error {
+	if err := checkPrevious(cr.PreviousResponseID); err != nil {
+		return wc.sendError(ctx, err)
+	}
 	if cr.PreviousResponseID != "" && wc.cache.get(cr.PreviousResponseID) == nil {
 		if _, err := wc.h.rec.get(ctx, rec.Principal, cr.PreviousResponseID); err != nil {
 			return wc.sendError(ctx, previousNotFound(cr.PreviousResponseID))
