@@ -17,6 +17,19 @@ type Watcher interface {
 	WatchRun(run string) (wake <-chan struct{}, stop func())
 }
 
+// EventWatcher is a Watcher whose signals can carry the events committed
+// (storage/postgres: in the NOTIFY, when they fit), so a follower yields
+// them as they come instead of reading them back: the cross-replica
+// delay loses a round trip to the database.
+type EventWatcher interface {
+	Watcher
+	// WatchRunEvents is WatchRun with take, which returns the events of
+	// run signalled since its last call, in commit order, and read = true
+	// when a commit since then was signalled without its events (or more
+	// came than are kept): the store holds what the signals lacked.
+	WatchRunEvents(run string) (wake <-chan struct{}, take func() (evs []Event, read bool), stop func())
+}
+
 // followPoll bounds how long a follower of another process's run waits
 // for a signal before it reads the store again, so a signal lost (to a
 // reconnect, say) delays it and never hangs it.
@@ -24,31 +37,45 @@ const followPoll = time.Second
 
 // followStored yields the committed events of a run another process drives
 // after after, then each batch as it is committed, until the run has ended
-// and its last event has been read (or ctx is done).
+// and its last event has been read (or ctx is done). With an EventWatcher
+// it yields the events the signals carry, and reads the store only when a
+// signal lacked them, or they do not follow on from what it yielded.
 func (e *Engine) followStored(ctx context.Context, w Watcher, runID string, after int64) Stream {
 	const page = 512
 	return func(yield func(Event, error) bool) {
-		wake, stop := w.WatchRun(runID) // before the first read: no commit falls between
+		var (
+			wake <-chan struct{}
+			take func() ([]Event, bool)
+			stop func()
+		)
+		if ew, ok := w.(EventWatcher); ok {
+			wake, take, stop = ew.WatchRunEvents(runID)
+		} else {
+			wake, stop = w.WatchRun(runID) // before the first read: no commit falls between
+		}
 		defer stop()
 		idle := idleFromContext(ctx)
 		poll := time.NewTimer(followPoll)
 		defer poll.Stop()
 		check := false // read the run's status at the next caught-up point
+		read := true   // read the store next
 		for {
-			evs, err := e.store.Events(ctx, runID, after, page)
-			if err != nil {
-				yield(Event{}, err)
-				return
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
+			if read {
+				evs, err := e.store.Events(ctx, runID, after, page)
+				if err != nil {
+					yield(Event{}, err)
 					return
 				}
-				after = ev.Seq
-				check = check || ev.Kind == KindFinal
-			}
-			if len(evs) == page {
-				continue // more is committed already
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+					after = ev.Seq
+					check = check || ev.Kind == KindFinal
+				}
+				if len(evs) == page {
+					continue // more is committed already
+				}
 			}
 			if check {
 				check = false
@@ -66,9 +93,28 @@ func (e *Engine) followStored(ctx context.Context, w Watcher, runID string, afte
 			}
 			select {
 			case <-wake:
+				read = true
+				if take != nil {
+					evs, lacked := take()
+					read = lacked
+					for _, ev := range evs {
+						if ev.Seq <= after {
+							continue // read from the store already
+						}
+						if ev.Seq != after+1 {
+							read = true // a gap: the store has what came between
+							break
+						}
+						if !yield(ev, nil) {
+							return
+						}
+						after = ev.Seq
+						check = check || ev.Kind == KindFinal
+					}
+				}
 			case <-poll.C:
 				poll.Reset(followPoll)
-				check = true
+				check, read = true, true
 			case <-ctx.Done():
 				yield(Event{}, ctx.Err())
 				return

@@ -107,47 +107,73 @@ func BenchmarkCommitRuns(b *testing.B) {
 }
 
 // BenchmarkFollowDelay: process a commits one event of a run at a time;
-// process b, watching the run (WatchRun: LISTEN/NOTIFY), wakes and reads
-// it. Each iteration is one event; it reports the delay from the end of
-// a's commit to b holding the event, p50 and p99 (the store's share of
-// the cross-replica delay; cmd/bridge's BenchmarkCrossReplicaDelay
-// measures it from client to client).
+// process b, watching the run, gets it. Each iteration is one event; it
+// reports the delay from the end of a's commit to b holding the event,
+// p50 and p99 (the store's share of the cross-replica delay; cmd/bridge's
+// BenchmarkCrossReplicaDelay measures it from client to client). With
+// how=carried, b takes the event from the notification (WatchRunEvents,
+// as bridge's followers do); with how=read, b reads the store when woken
+// (WatchRun), as followers did before notifications carried events.
 func BenchmarkFollowDelay(b *testing.B) {
-	url := pgtest.Schema(b)
-	a, f := benchStore(b, url), benchStore(b, url)
-	benchRuns(b, a, "run_bench")
-	ctx := b.Context()
-	wake, stop := f.WatchRun("run_bench")
-	defer stop()
-	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	var (
-		seq   int64
-		delay []time.Duration
-	)
-	for b.Loop() {
-		seq++
-		ev := bridge.Event{RunID: "run_bench", Seq: seq, Kind: bridge.KindTextDelta, Source: bridge.SourceModel, Text: " token", Time: t0}
-		if err := a.Commit(ctx, &bridge.Batch{Events: []bridge.Event{ev}}); err != nil {
-			b.Fatal(err)
-		}
-		committed := time.Now()
-		for {
-			evs, err := f.Events(ctx, "run_bench", seq-1, 0)
-			if err != nil {
-				b.Fatal(err)
+	for _, how := range []string{"carried", "read"} {
+		b.Run("how="+how, func(b *testing.B) {
+			url := pgtest.Schema(b)
+			a, f := benchStore(b, url), benchStore(b, url)
+			benchRuns(b, a, "run_bench")
+			ctx := b.Context()
+			var (
+				wake <-chan struct{}
+				take func() ([]bridge.Event, bool)
+				stop func()
+			)
+			if how == "carried" {
+				wake, take, stop = f.WatchRunEvents("run_bench")
+			} else {
+				wake, stop = f.WatchRun("run_bench")
 			}
-			if len(evs) > 0 {
-				break
+			defer stop()
+			t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			var (
+				seq   int64
+				delay []time.Duration
+				reads int
+			)
+			for b.Loop() {
+				seq++
+				ev := bridge.Event{RunID: "run_bench", Seq: seq, Kind: bridge.KindTextDelta, Source: bridge.SourceModel, Text: " token", Time: t0}
+				if err := a.Commit(ctx, &bridge.Batch{Events: []bridge.Event{ev}}); err != nil {
+					b.Fatal(err)
+				}
+				committed := time.Now()
+				read := take == nil
+				for got := false; !got; {
+					if read {
+						reads++
+						evs, err := f.Events(ctx, "run_bench", seq-1, 0)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(evs) > 0 {
+							break
+						}
+					}
+					select {
+					case <-wake:
+					case <-time.After(5 * time.Second):
+						b.Fatalf("event %d: no notification in 5s", seq)
+					}
+					if take != nil {
+						evs, lacked := take()
+						got = slices.ContainsFunc(evs, func(e bridge.Event) bool { return e.Seq == seq })
+						read = lacked
+					}
+				}
+				delay = append(delay, time.Since(committed))
 			}
-			select {
-			case <-wake:
-			case <-time.After(5 * time.Second):
-				b.Fatalf("event %d: no notification in 5s", seq)
-			}
-		}
-		delay = append(delay, time.Since(committed))
+			reportQuantiles(b, delay)
+			b.ReportMetric(float64(reads)/float64(b.N), "reads/event")
+		})
 	}
-	reportQuantiles(b, delay)
 }
 
 // reportQuantiles reports the p50, p99 and max of d in milliseconds.

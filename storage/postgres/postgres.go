@@ -564,7 +564,8 @@ type querier interface {
 // eventsSQL inserts the events of its arrays ($1-$6) if every run of $7
 // (their runs, each once, in the order of their first event) exists,
 // numbers them in their sessions' commit order, and notifies those runs'
-// followers on channel $8: one statement, so a batch of nothing but events
+// followers on channel $8 (with the notification bodies of $9, one a run
+// of $7: watch.go's channel): one statement, so a batch of nothing but events
 // is one round trip, atomic with no transaction around it. Each run of a
 // session takes the session's next number (session_seqs, whose rows it
 // updates in one order, (principal, id), so two batches that touch the
@@ -598,7 +599,9 @@ const eventsSQL = `WITH batch AS (
 		LEFT JOIN run_sseq rs ON rs.id = e.run_id
 		WHERE (SELECT ok FROM ok)
 		RETURNING 1),
-	note AS (SELECT pg_notify($8, r) FROM unnest($7::text[]) AS r WHERE EXISTS (SELECT 1 FROM ins))
+	note AS (SELECT pg_notify($8, CASE WHEN b.body = '' THEN b.id ELSE coalesce(rs.sseq, 0)::text || ' ' || b.body END)
+		FROM unnest($7::text[], $9::text[]) AS b(id, body) LEFT JOIN run_sseq rs ON rs.id = b.id
+		WHERE EXISTS (SELECT 1 FROM ins))
 	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM note),
 		coalesce((SELECT array_agg(id ORDER BY id) FROM run_sseq), '{}'::text[]),
 		coalesce((SELECT array_agg(sseq ORDER BY id) FROM run_sseq), '{}'::bigint[])`
@@ -636,7 +639,8 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		numbered           []string // the runs of a session, and their numbers
 		numbers            []int64
 	)
-	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel).Scan(&inserted, &notified, &numbered, &numbers)
+	notes := notifyBodies(distinct, runs, seqs, times, payloads)
+	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel, notes).Scan(&inserted, &notified, &numbered, &numbers)
 	switch {
 	case pgCode(err) == uniqueViolation:
 		return bridge.Errorf(bridge.CodeConflict, "append events run=%s seq=%d..: already committed", runs[0], seqs[0])
@@ -651,6 +655,52 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		}
 	}
 	return nil
+}
+
+// notifyBodies makes the notification of each run of distinct that
+// carries its events (watch.go's channel, but for the session seq the
+// statement puts before it), or "" where they do not fit: that run's
+// notification is its id alone, and its followers read the store.
+func notifyBodies(distinct, runs []string, seqs, times []int64, payloads []string) []string {
+	notes := make([]string, len(distinct))
+	size := make([]int, len(distinct))
+	for k, run := range distinct {
+		size[k] = 24 + len(run) // the session seq, a space, the id and a newline
+	}
+	at := func(run string) int {
+		if len(distinct) == 1 {
+			return 0
+		}
+		return slices.Index(distinct, run)
+	}
+	for i, run := range runs {
+		size[at(run)] += 2*20 + 3 + len(payloads[i])
+		if strings.IndexByte(payloads[i], '\n') >= 0 { // not in JSON as json.Marshal writes it, but a line is an event's
+			size[at(run)] = notifyLimit + 1
+		}
+	}
+	var b strings.Builder
+	for k, run := range distinct {
+		if size[k] > notifyLimit {
+			continue
+		}
+		b.Reset()
+		b.Grow(size[k])
+		b.WriteString(run)
+		for i := range runs {
+			if runs[i] != run {
+				continue
+			}
+			b.WriteByte('\n')
+			b.WriteString(strconv.FormatInt(seqs[i], 10))
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatInt(times[i], 10))
+			b.WriteByte('\n')
+			b.WriteString(payloads[i])
+		}
+		notes[k] = b.String()
+	}
+	return notes
 }
 
 // updateRun writes the mutable fields of r.

@@ -93,6 +93,87 @@ func TestWatchRun(t *testing.T) {
 	}
 }
 
+// TestWatchRunEvents: a notification carries the events of a commit that
+// fit in one (two runs interleaved in one batch, a final with its
+// payload), each as the store reads it back (its session seq too); a
+// commit whose events do not fit signals without them, and the follower
+// is told to read the store.
+func TestWatchRunEvents(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	ctx := t.Context()
+	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := a.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wake, take, stop := b.WatchRunEvents("r1")
+	defer stop()
+	wait := func(what string) ([]bridge.Event, bool) {
+		t.Helper()
+		select {
+		case <-wake:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: not woken in 10s", what)
+		}
+		return take()
+	}
+	one, other := bridgetest.TextDeltas("r1", 1, 3), bridgetest.TextDeltas("r2", 1, 3)
+	one[2].Text = "line\nbreak \"quoted\" \u2603"
+	batch := []bridge.Event{one[0], other[0], one[1], other[1], one[2], other[2]}
+	if err := a.Commit(ctx, &bridge.Batch{Events: batch}); err != nil {
+		t.Fatal(err)
+	}
+	got, read := wait("a batch of two runs")
+	want, err := b.Events(ctx, "r1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read || len(want) != 3 || want[0].SessionSeq == 0 {
+		t.Fatalf("read = %v, store holds %d events (session seq %d)", read, len(want), want[0].SessionSeq)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("the notification's events differ from the store's (-store +notified):\n%s", d)
+	}
+
+	final := bridge.Event{RunID: "r1", Seq: 4, Time: time.Unix(1700000000, 123456789).UTC(), Kind: bridge.KindFinal,
+		Source: bridge.SourceBridge, Final: &bridge.Final{Status: bridge.StatusCompleted}}
+	if err := a.Commit(ctx, &bridge.Batch{Events: []bridge.Event{final},
+		Runs: []*bridge.Run{{ID: "r1", SessionID: "s", Status: bridge.StatusRunning, LastSeq: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, read = wait("a final in a transaction")
+	want, err = b.Events(ctx, "r1", 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); read || d != "" {
+		t.Fatalf("read = %v; (-store +notified):\n%s", read, d)
+	}
+
+	big := bridgetest.TextDeltas("r1", 5, 4)
+	for i := range big {
+		big[i].Text = strings.Repeat("x", 3000)
+	}
+	if err := a.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
+		t.Fatal(err)
+	}
+	if got, read = wait("a batch too big for a notification"); !read || len(got) != 0 {
+		t.Fatalf("got %d events, read = %v: want none and read", len(got), read)
+	}
+}
+
 // TestMigrationResponses: the stored responses a bridge kept in id_map move
 // to the responses table (migration 0004), and leave id_map.
 func TestMigrationResponses(t *testing.T) {

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,23 +13,51 @@ import (
 	"github.com/bridge-dev/bridge/bridge"
 )
 
-var _ bridge.Watcher = (*Store)(nil)
+var (
+	_ bridge.Watcher      = (*Store)(nil)
+	_ bridge.EventWatcher = (*Store)(nil)
+)
 
-// channel is the NOTIFY channel of committed events; a notification's
-// payload is the run's id. Commit notifies in its transaction, so the
-// notification is delivered once the events are visible.
+// channel is the NOTIFY channel of committed events. Commit notifies in
+// its transaction, so the notification is delivered once the events are
+// visible: one notification per run of a commit, whose payload is either
+// the run's id alone (a bare signal: read the store), or the events
+// themselves, when they fit (notifyLimit), so a follower on another
+// replica yields them without reading them back:
+//
+//	<session seq> <run id>\n
+//	<seq> <time in unix ns>\n<the event's payload column>\n  (once per event)
+//
+// The payload column (JSON) holds no newline.
 const channel = "bridge_events"
+
+// notifyLimit bounds a notification that carries its events, below
+// PostgreSQL's 8000 bytes.
+const notifyLimit = 7800
+
+// watchKeep bounds the events a watcher keeps that its follower has not
+// taken yet; past it, the follower reads the store.
+const watchKeep = 1024
 
 // watch is the process's listener: one connection LISTENing on channel,
 // started by the first WatchRun, fanning notifications out to the
 // watchers of each run.
 type watch struct {
 	mu      sync.Mutex
-	byRun   map[string]map[chan struct{}]struct{}
+	byRun   map[string]map[*watcher]struct{}
 	started bool
 	ready   chan struct{} // closed once the first LISTEN is active
 	stop    context.CancelFunc
 	done    chan struct{}
+}
+
+// watcher is one follower's: its signal and the events signalled that it
+// has not taken.
+type watcher struct {
+	ch   chan struct{}
+	mu   sync.Mutex
+	evs  []bridge.Event
+	read bool // a signal came without its events
 }
 
 // WatchRun implements bridge.Watcher: the channel receives after each
@@ -34,16 +65,56 @@ type watch struct {
 // the listener lost its connection, once for every run: what was committed
 // meanwhile went unsignalled).
 func (s *Store) WatchRun(run string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+	w, stop := s.watchRun(run)
+	w.mu.Lock()
+	w.read = true // never taken: nothing kept beyond the first signal's events
+	w.mu.Unlock()
+	return w.ch, stop
+}
+
+// WatchRunEvents implements bridge.EventWatcher.
+func (s *Store) WatchRunEvents(run string) (<-chan struct{}, func() ([]bridge.Event, bool), func()) {
+	w, stop := s.watchRun(run)
+	return w.ch, w.take, stop
+}
+
+func (w *watcher) take() ([]bridge.Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	evs, read := w.evs, w.read
+	w.evs, w.read = nil, false
+	return evs, read
+}
+
+// signal hands w the events of a notification (none: a bare one) and
+// wakes its follower.
+func (w *watcher) signal(evs []bridge.Event) {
+	w.mu.Lock()
+	switch {
+	case w.read: // the follower reads the store anyway
+	case evs == nil || len(w.evs)+len(evs) > watchKeep:
+		w.evs, w.read = nil, true
+	default:
+		w.evs = append(w.evs, evs...)
+	}
+	w.mu.Unlock()
+	select {
+	case w.ch <- struct{}{}:
+	default: // one pending signal is as good as many
+	}
+}
+
+func (s *Store) watchRun(run string) (*watcher, func()) {
+	wr := &watcher{ch: make(chan struct{}, 1)}
 	w := &s.watch
 	w.mu.Lock()
 	if w.byRun == nil {
-		w.byRun = map[string]map[chan struct{}]struct{}{}
+		w.byRun = map[string]map[*watcher]struct{}{}
 	}
 	if w.byRun[run] == nil {
-		w.byRun[run] = map[chan struct{}]struct{}{}
+		w.byRun[run] = map[*watcher]struct{}{}
 	}
-	w.byRun[run][ch] = struct{}{}
+	w.byRun[run][wr] = struct{}{}
 	if !w.started {
 		w.started = true
 		w.ready, w.done = make(chan struct{}), make(chan struct{})
@@ -61,35 +132,81 @@ func (s *Store) WatchRun(run string) (<-chan struct{}, func()) {
 	case <-t.C:
 	}
 	t.Stop()
-	return ch, func() {
+	return wr, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		delete(w.byRun[run], ch)
+		delete(w.byRun[run], wr)
 		if len(w.byRun[run]) == 0 {
 			delete(w.byRun, run)
 		}
 	}
 }
 
-// wake signals the watchers of run, or of every run when run is "" (the
-// listener reconnected: notifications may have been lost).
-func (w *watch) wake(run string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	signal := func(set map[chan struct{}]struct{}) {
-		for ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default: // one pending signal is as good as many
-			}
-		}
+// notified hands a notification's payload to the watchers of its run.
+func (w *watch) notified(payload string) {
+	head, body, carries := strings.Cut(payload, "\n")
+	run := head
+	if carries {
+		_, run, _ = strings.Cut(head, " ")
 	}
-	if run != "" {
-		signal(w.byRun[run])
+	w.mu.Lock()
+	set := w.byRun[run]
+	watchers := make([]*watcher, 0, len(set))
+	for wr := range set {
+		watchers = append(watchers, wr)
+	}
+	w.mu.Unlock()
+	if len(watchers) == 0 {
 		return
 	}
+	var evs []bridge.Event
+	if carries {
+		evs = decodeNotified(head, body) // nil when malformed: a bare signal
+	}
+	for _, wr := range watchers {
+		wr.signal(evs)
+	}
+}
+
+// decodeNotified reads the events of a notification (see channel); nil if
+// it is not of that form.
+func decodeNotified(head, body string) []bridge.Event {
+	sseqText, run, _ := strings.Cut(head, " ")
+	sseq, err := strconv.ParseInt(sseqText, 10, 64)
+	if err != nil {
+		return nil
+	}
+	var evs []bridge.Event
+	for body != "" {
+		var line, payload string
+		line, body, _ = strings.Cut(body, "\n")
+		payload, body, _ = strings.Cut(body, "\n")
+		seqText, timeText, _ := strings.Cut(line, " ")
+		seq, err1 := strconv.ParseInt(seqText, 10, 64)
+		t, err2 := strconv.ParseInt(timeText, 10, 64)
+		var e bridge.Event
+		if err1 != nil || err2 != nil || json.Unmarshal([]byte(payload), &e) != nil {
+			return nil
+		}
+		e.RunID, e.Seq, e.SessionSeq, e.Time = run, seq, sseq, fromUnixNano(t)
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// wakeAll signals every watcher: the listener reconnected, and
+// notifications may have been lost.
+func (w *watch) wakeAll() {
+	w.mu.Lock()
+	var watchers []*watcher
 	for _, set := range w.byRun {
-		signal(set)
+		for wr := range set {
+			watchers = append(watchers, wr)
+		}
+	}
+	w.mu.Unlock()
+	for _, wr := range watchers {
+		wr.signal(nil)
 	}
 }
 
@@ -105,14 +222,14 @@ func (s *Store) listen(ctx context.Context) {
 			first := false
 			once.Do(func() { first = true; close(w.ready) })
 			if !first {
-				w.wake("") // what was committed while it was reconnecting
+				w.wakeAll() // what was committed while it was reconnecting
 			}
 		})
 		if ctx.Err() != nil {
 			return
 		}
 		_ = err // reconnect: the pool's next connection may reach it
-		w.wake("")
+		w.wakeAll()
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -137,7 +254,7 @@ func (s *Store) listenOnce(ctx context.Context, ready func()) error {
 		if err != nil {
 			return err
 		}
-		s.watch.wake(n.Payload)
+		s.watch.notified(n.Payload)
 	}
 }
 
