@@ -1,10 +1,15 @@
 package postgres_test
 
 import (
+	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/bridge"
 	"github.com/bridge-dev/bridge/storage/postgres"
@@ -48,7 +53,8 @@ func BenchmarkCommit(b *testing.B) {
 	for _, size := range []int{1, 16, 256} {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			ctx := b.Context()
-			s := benchStore(b, pgtest.Schema(b))
+			url := pgtest.Schema(b)
+			s := benchStore(b, url)
 			benchRuns(b, s, "run_bench")
 			t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 			batch := &bridge.Batch{Events: make([]bridge.Event, size)}
@@ -57,6 +63,7 @@ func BenchmarkCommit(b *testing.B) {
 			}
 			var seq int64
 			b.ReportAllocs()
+			cpu := startCPU(b, url)
 			for b.Loop() {
 				for i := range batch.Events {
 					seq++
@@ -68,29 +75,48 @@ func BenchmarkCommit(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(seq)/b.Elapsed().Seconds(), "events/s")
+			cpu.report(seq)
 		})
 	}
 }
 
 // BenchmarkCommitRuns commits batches as a busy engine makes them: the
-// deltas of 50 runs interleaved, a few of each run's per batch.
+// deltas of 50 runs interleaved, a few of each run's per batch; the runs
+// are of one session, or each of its own (sessions=50: a counter row of
+// each session is numbered by each commit).
 func BenchmarkCommitRuns(b *testing.B) {
-	for _, perRun := range []int{1, 2, 8} {
+	type shape struct{ each, sessions int }
+	for _, sh := range []shape{{1, 1}, {2, 1}, {8, 1}, {8, 50}} {
 		const runs = 50
-		b.Run("runs=50/each="+strconv.Itoa(perRun), func(b *testing.B) {
+		name := "runs=50/each=" + strconv.Itoa(sh.each)
+		if sh.sessions > 1 {
+			name += "/sessions=" + strconv.Itoa(sh.sessions)
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx := b.Context()
-			s := benchStore(b, pgtest.Schema(b))
+			url := pgtest.Schema(b)
+			s := benchStore(b, url)
 			ids := make([]string, runs)
 			for i := range ids {
 				ids[i] = "run_bench_" + strconv.Itoa(i)
 			}
-			benchRuns(b, s, ids...)
+			if sh.sessions == 1 {
+				benchRuns(b, s, ids...)
+			} else {
+				t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+				for _, id := range ids {
+					if err := s.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "sess_" + id, Status: bridge.StatusRunning, Created: t0}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 			t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-			batch := &bridge.Batch{Events: make([]bridge.Event, runs*perRun)}
+			batch := &bridge.Batch{Events: make([]bridge.Event, runs*sh.each)}
 			var seq int64
 			b.ReportAllocs()
+			cpu := startCPU(b, url)
 			for b.Loop() {
-				for k := range perRun {
+				for k := range sh.each {
 					seq++
 					for i, id := range ids {
 						batch.Events[k*runs+i] = bridge.Event{RunID: id, Seq: seq, Kind: bridge.KindTextDelta, Source: bridge.SourceModel,
@@ -102,6 +128,7 @@ func BenchmarkCommitRuns(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(seq*runs)/b.Elapsed().Seconds(), "events/s")
+			cpu.report(seq * runs)
 		})
 	}
 }
@@ -183,4 +210,82 @@ func reportQuantiles(b *testing.B, d []time.Duration) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(d[len(d)-1].Microseconds())/1000, "max-ms")
+}
+
+// cpuClock measures the CPU time a benchmark takes: the database server's
+// (every process of it: the backends, the WAL writer, ...) and this
+// process's. On a machine shared with other work, a benchmark's wall time
+// (events/s) moves with the load by 2-3x while its CPU time a event
+// moves far less: it is what a quiet machine's throughput follows.
+type cpuClock struct {
+	b        *testing.B
+	server   int // the postmaster's pid, 0 when not found (not Linux)
+	db0, me0 time.Duration
+}
+
+func startCPU(b *testing.B, url string) *cpuClock {
+	conn, err := pgx.Connect(b.Context(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(b.Context())
+	var pid int
+	if err := conn.QueryRow(b.Context(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	c := &cpuClock{b: b, server: parentPID(pid)}
+	c.db0, c.me0 = c.serverCPU(), processCPU()
+	return c
+}
+
+// report reports the CPU time of each of n events since startCPU.
+func (c *cpuClock) report(n int64) {
+	if c.server == 0 || n == 0 {
+		return
+	}
+	c.b.ReportMetric(float64((c.serverCPU()-c.db0).Nanoseconds())/1000/float64(n), "db-cpu-µs/event")
+	c.b.ReportMetric(float64((processCPU()-c.me0).Nanoseconds())/1000/float64(n), "go-cpu-µs/event")
+}
+
+// serverCPU sums the time on CPU (/proc/<pid>/schedstat) of the server's
+// processes.
+func (c *cpuClock) serverCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var sum time.Duration
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid != c.server && parentPID(pid) != c.server {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/schedstat")
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(n)
+		}
+	}
+	return sum
+}
+
+// parentPID is pid's parent's, or 0.
+func parentPID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// processCPU is this process's user and system time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

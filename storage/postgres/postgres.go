@@ -575,7 +575,10 @@ type querier interface {
 // runs it notified, and the numbered runs with their numbers. Events have
 // no foreign key to runs (migration 0008): its check, a trigger per row,
 // cost half a batch's time; runs are never deleted, so the check here
-// suffices.
+// suffices. The first event (the lowest seq) of each numbered run of a
+// batch ($10) is marked as opening the run's commit (events.opens): the
+// index of those, one entry a run's commit rather than one an event,
+// finds a session's events from a number on (SessionEvents).
 const eventsSQL = `WITH batch AS (
 		SELECT b.id, b.i, r.principal, r.session_id
 		FROM unnest($7::text[]) WITH ORDINALITY AS b(id, i) JOIN runs r ON r.id = b.id),
@@ -593,9 +596,10 @@ const eventsSQL = `WITH batch AS (
 	run_sseq AS (
 		SELECT n.id, c.last_seq - n.n + n.k AS sseq FROM numbered n JOIN counted c USING (principal, session_id)),
 	ins AS (
-		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq)
-		SELECT e.run_id, e.seq, e.kind, e.payload, e.up, e.time, coalesce(rs.sseq, 0)
-		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS e(run_id, seq, kind, payload, up, time)
+		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq, opens)
+		SELECT e.run_id, e.seq, e.kind, e.payload, e.up, e.time, coalesce(rs.sseq, 0), e.opens AND rs.sseq IS NOT NULL
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $10::bool[])
+			AS e(run_id, seq, kind, payload, up, time, opens)
 		LEFT JOIN run_sseq rs ON rs.id = e.run_id
 		WHERE (SELECT ok FROM ok)
 		RETURNING 1),
@@ -621,11 +625,17 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		times    = make([]int64, len(evs))
 		distinct []string
 	)
+	opens := make([]bool, len(evs))
+	var first []int // of each run of distinct, the index of its lowest seq
 	for i := range evs {
 		e := evs[i]
 		runs[i], seqs[i], kinds[i], ups[i], times[i] = e.RunID, e.Seq, string(e.Kind), e.UpstreamID, unixNano(e.Time)
-		if !slices.Contains(distinct, e.RunID) {
+		switch k := slices.Index(distinct, e.RunID); {
+		case k < 0:
 			distinct = append(distinct, e.RunID)
+			first = append(first, i)
+		case e.Seq < seqs[first[k]]:
+			first[k] = i
 		}
 		e.RunID, e.Seq, e.Time, e.SessionSeq = "", 0, time.Time{}, 0 // the columns hold them
 		p, err := json.Marshal(&e)
@@ -639,8 +649,11 @@ func appendEvents(ctx context.Context, q querier, evs []bridge.Event) error {
 		numbered           []string // the runs of a session, and their numbers
 		numbers            []int64
 	)
+	for _, i := range first {
+		opens[i] = true
+	}
 	notes := notifyBodies(distinct, runs, seqs, times, payloads)
-	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel, notes).Scan(&inserted, &notified, &numbered, &numbers)
+	err := q.QueryRow(ctx, eventsSQL, runs, seqs, kinds, payloads, ups, times, distinct, channel, notes, opens).Scan(&inserted, &notified, &numbered, &numbers)
 	switch {
 	case pgCode(err) == uniqueViolation:
 		return bridge.Errorf(bridge.CodeConflict, "append events run=%s seq=%d..: already committed", runs[0], seqs[0])

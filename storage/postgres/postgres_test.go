@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -248,33 +250,7 @@ func TestMigrationResponses(t *testing.T) {
 func TestMigrationSessionsByPrincipal(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Schema(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v, name := range names {
-		if strings.HasPrefix(filepath.Base(name), "0007_") {
-			break
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, string(b)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, $2, 1)`, v+1, filepath.Base(name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn := migratedBefore(t, url, "0007_")
 	for _, q := range []string{
 		`INSERT INTO sessions (id, principal, created, updated) VALUES ('demo', 'alice', 1, 1), ('anon', '', 1, 1)`,
 		`INSERT INTO runs (id, session_id, principal, status, created) VALUES ('run_a', 'demo', 'alice', 'completed', 1), ('run_n', 'anon', '', 'completed', 2)`,
@@ -320,5 +296,119 @@ func TestMigrationSessionsByPrincipal(t *testing.T) {
 	// Another principal may now have a session "demo" of its own.
 	if err := s.CreateSession(ctx, &bridge.Session{ID: "demo", Principal: "bob"}); err != nil {
 		t.Errorf("bob's demo after the migration: %v", err)
+	}
+}
+
+// migratedBefore connects to url and applies the migrations before the one
+// whose file name starts with stop, as a bridge of then would have.
+func migratedBefore(t *testing.T, url, stop string) *pgx.Conn {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range names {
+		if strings.HasPrefix(filepath.Base(name), stop) {
+			return conn
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, $2, 1)`, v+1, filepath.Base(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("no migration %s*", stop)
+	return nil
+}
+
+// TestMigrationSessionSeqOpeners: the events numbered before migration 0011
+// (a commit of run_a, then one of run_b, then run_a again) have the first
+// event of each run's commit marked, and a session's events are found from
+// every position as before; the commits after it page on from there.
+func TestMigrationSessionSeqOpeners(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Schema(t)
+	conn := migratedBefore(t, url, "0011_")
+	for _, q := range []string{
+		`INSERT INTO sessions (id, principal, created, updated) VALUES ('demo', 'alice', 1, 1)`,
+		`INSERT INTO runs (id, session_id, principal, status, created) VALUES ('run_a', 'demo', 'alice', 'running', 1), ('run_b', 'demo', 'alice', 'running', 2)`,
+		`INSERT INTO events (run_id, seq, kind, payload, time, sseq) VALUES
+			('run_a', 1, 'text_delta', '{"kind":"text_delta","text":"a1"}', 1, 1),
+			('run_a', 2, 'text_delta', '{"kind":"text_delta","text":"a2"}', 1, 1),
+			('run_b', 1, 'text_delta', '{"kind":"text_delta","text":"b1"}', 1, 2),
+			('run_a', 3, 'text_delta', '{"kind":"text_delta","text":"a3"}', 1, 3),
+			('run_a', 4, 'text_delta', '{"kind":"text_delta","text":"a4"}', 1, 3)`,
+		`INSERT INTO session_seqs (principal, session_id, last_seq) VALUES ('alice', 'demo', 3)`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var openers []string
+	rows, err := conn.Query(ctx, `SELECT run_id || ':' || seq FROM events WHERE opens ORDER BY sseq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		openers = append(openers, o)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"run_a:1", "run_b:1", "run_a:3"}, openers); d != "" {
+		t.Fatalf("the events marked as opening a commit (-want +got):\n%s", d)
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Events: []bridge.Event{
+		{RunID: "run_b", Seq: 2, Kind: bridge.KindTextDelta, Text: "b2"}, {RunID: "run_a", Seq: 5, Kind: bridge.KindTextDelta, Text: "a5"}}}); err != nil {
+		t.Fatal(err)
+	}
+	order := []string{"a1", "a2", "b1", "a3", "a4", "b2", "a5"}
+	all, err := s.SessionEvents(ctx, "alice", "demo", bridge.SessionPos{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, e := range all {
+		texts = append(texts, e.Text)
+	}
+	if d := cmp.Diff(order, texts); d != "" {
+		t.Fatalf("the session's events in commit order (-want +got):\n%s", d)
+	}
+	for i, e := range all {
+		page, err := s.SessionEvents(ctx, "alice", "demo", bridge.SessionPos{SessionSeq: e.SessionSeq, Seq: e.Seq}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range page {
+			got = append(got, p.Text)
+		}
+		want := order[i+1 : min(i+3, len(order))]
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("the page after %s (-want +got):\n%s", e.Text, d)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package postgres
 // A session's events in commit order: each commit numbers the events it
 // writes for one run with the next number of the run's session
 // (Event.SessionSeq, assigned by eventsSQL), in session_seqs, whose row
-// lock orders the commits of one session.
+// lock orders the commits of one session; the first event of each run's
+// commit is marked (events.opens) and indexed, so a session's events are
+// found from a number on with one index entry a commit, not one an event.
 
 import (
 	"context"
@@ -24,15 +26,22 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	// Each run's first events after the position (events_by_sseq, in
-	// order, as far as the page needs), then the first of those: ordering
-	// the whole join sorted every event after the position for each page,
-	// so a channel reading a long run from behind took quadratic time.
+	// Each run's first events after the position, then the first of
+	// those: a run's events from the first that opens one of its commits
+	// numbered after.SessionSeq or later (the index events_openers, one
+	// entry a commit), in seq order, which is its commit order (one writer
+	// appends a run's events at a time, each commit after the seqs before
+	// it), as far as the page needs. Ordering the whole join sorted every
+	// event after the position for each page, so a channel reading a long
+	// run from behind took quadratic time.
 	rows, err := s.db().Query(ctx, `SELECT x.run_id, x.seq, x.sseq, x.payload, x.time
-		FROM runs r CROSS JOIN LATERAL (
+		FROM runs r
+		CROSS JOIN LATERAL (SELECT o.seq FROM events o WHERE o.run_id = r.id AND o.opens AND o.sseq >= $3
+			ORDER BY o.sseq, o.seq LIMIT 1) f
+		CROSS JOIN LATERAL (
 			SELECT e.run_id, e.seq, e.sseq, e.payload, e.time FROM events e
-			WHERE e.run_id = r.id AND e.sseq >= $3 AND (e.sseq > $3 OR e.seq > $4)
-			ORDER BY e.sseq, e.seq LIMIT $5) x
+			WHERE e.run_id = r.id AND e.seq >= f.seq AND (e.sseq > $3 OR e.sseq = $3 AND e.seq > $4)
+			ORDER BY e.seq LIMIT $5) x
 		WHERE r.session_id = $1 AND r.principal = $2 AND $1 <> ''
 		ORDER BY x.sseq, x.seq LIMIT $5`, session, principal, after.SessionSeq, after.Seq, lim)
 	if err != nil {
