@@ -157,7 +157,13 @@ type Store interface {
 	// user's input) in one transaction.
 	CreateRun(ctx context.Context, r *Run, input []Message) error
 	Run(ctx context.Context, id string) (*Run, error)
-	// RunByClientID finds a run by the id its client proposed.
+	// RunByClientID finds a run by the id its client proposed (the
+	// newest, when several runs have it).
+	//
+	// A run whose client run id is an idempotency key (IdempotencyKeyed)
+	// is the only run of its principal with that key: CreateRun, or a
+	// Commit with it among NewRuns, fails with CodeConflict when another
+	// has it, so two replicas that race with one key create one run.
 	RunByClientID(ctx context.Context, principal, clientRunID string) (*Run, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 
@@ -221,3 +227,15 @@ type Store interface {
 
 	Close() error
 }
+
+// IdempotencyKeyed reports whether r's client run id is an idempotency key,
+// unique per principal in the store: a Hermes run's (POST /v1/runs'
+// Idempotency-Key). Other dialects' client run ids (X-Client-Run-Id, an
+// A2A messageId) name runs without being unique.
+func IdempotencyKeyed(r *Run) bool {
+	return r.Inbound == idempotentInbound && r.ClientRunID != ""
+}
+
+// idempotentInbound is the dialect whose client run ids are idempotency
+// keys (mapping/hermes.Dialect; the stores' unique indexes name it too).
+const idempotentInbound = "hermes"

@@ -35,6 +35,7 @@ func TestStore(t *testing.T, open func(t *testing.T) bridge.Store) {
 	}{
 		{"Session", testSession},
 		{"Run", testRun},
+		{"IdempotencyKey", testIdempotencyKey},
 		{"ListRuns", testListRuns},
 		{"Events", testEvents},
 		{"EventsAfterLimit", testEventsAfterLimit},
@@ -286,6 +287,48 @@ func testSession(t *testing.T, s bridge.Store) {
 	wantCode(t, "UpdateSession(missing)", s.UpdateSession(ctx, &bridge.Session{ID: "nope", Updated: T0}), bridge.CodeNotFound)
 	wantCode(t, "UpdateSession(another principal's)",
 		s.UpdateSession(ctx, &bridge.Session{ID: "sess_2", Principal: "mallory", Updated: T0}), bridge.CodeNotFound)
+}
+
+// testIdempotencyKey: a Hermes run's client run id (its Idempotency-Key)
+// is one run's per principal, by CreateRun and by Commit, whose batch then
+// writes nothing; another principal's key, and other dialects' client run
+// ids, may repeat.
+func testIdempotencyKey(t *testing.T, s bridge.Store) {
+	ctx := t.Context()
+	mustSession(t, s, "sess_1", "alice")
+	mustSession(t, s, "sess_2", "bob")
+	keyed := func(id, session, principal string) *bridge.Run {
+		r := newRun(id, session, principal, at(time.Second))
+		r.Inbound, r.ClientRunID = "hermes", "key-1"
+		return r
+	}
+	first := keyed("run_1", "sess_1", "alice")
+	if !bridge.IdempotencyKeyed(first) {
+		t.Fatal("a Hermes run with a client run id is not IdempotencyKeyed")
+	}
+	mustRun(t, s, first)
+	wantCode(t, "CreateRun(a second run with alice's key)", s.CreateRun(ctx, keyed("run_2", "sess_1", "alice"), nil), bridge.CodeConflict)
+	input := bridge.Message{RunID: "run_3", Created: at(time.Second), Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("again")}}
+	err := s.Commit(ctx, &bridge.Batch{NewRuns: []*bridge.Run{keyed("run_3", "sess_1", "alice")}, Messages: []bridge.Message{input},
+		Events: []bridge.Event{{RunID: "run_3", Seq: 1, Time: at(time.Second), Kind: bridge.KindRunStarted, Source: bridge.SourceBridge}}})
+	wantCode(t, "Commit(a new run with alice's key)", err, bridge.CodeConflict)
+	for _, id := range []string{"run_2", "run_3"} {
+		_, err := s.Run(ctx, id)
+		wantCode(t, "Run("+id+") refused", err, bridge.CodeNotFound)
+	}
+	if msgs, _ := mustMessages(t, s, "alice", "sess_1", 0, 0); len(msgs) != 0 {
+		t.Errorf("the refused batch's message was stored: %+v", msgs)
+	}
+	got, err := s.RunByClientID(ctx, "alice", "key-1")
+	if err != nil || got.ID != "run_1" {
+		t.Fatalf("RunByClientID(alice, key-1) = %v, %v; want run_1", got, err)
+	}
+	mustRun(t, s, keyed("run_4", "sess_2", "bob")) // bob's key of the same name
+	for i, id := range []string{"run_5", "run_6"} {
+		r := newRun(id, "sess_1", "alice", at(time.Duration(i+2)*time.Second))
+		r.ClientRunID = "key-1" // X-Client-Run-Id: a name, not a key
+		mustRun(t, s, r)
+	}
 }
 
 func testRun(t *testing.T, s bridge.Store) {

@@ -6,10 +6,14 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
 
@@ -79,6 +83,94 @@ func TestReplicasIdempotencyKey(t *testing.T) {
 	_, _, hist := replicaDo(ctx, t, "GET", b+"/v1/sessions/idem-replicas/history?format=openai", "")
 	if n := strings.Count(hist, `"role":"user","content":"once only"`); n != 1 {
 		t.Fatalf("b's history holds the user message %d times, want 1: %s", n, hist)
+	}
+}
+
+// TestReplicasIdempotencyKeyRace: the same Hermes POST /v1/runs with one
+// Idempotency-Key sent to replicas a and b at the same moment, for 12
+// keys (half in a session the client names, half in none): both answer
+// 202 with one run, one of them as replayed, and the store holds one run
+// with the key (the second replica's insert is refused by the key's unique
+// index, and it answers with the first's run).
+func TestReplicasIdempotencyKeyRace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cfg := defaultConfig()
+	cfg.DB = pgtest.Schema(t)
+	a, b := "http://"+startMain(t, cfg).Addr(), "http://"+startMain(t, cfg).Addr()
+	store, err := postgres.Open(ctx, cfg.DB, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	type answer struct {
+		code     int
+		RunID    string `json:"run_id"`
+		Replayed bool   `json:"replayed"`
+		body     string
+		err      error
+	}
+	post := func(base, key, body string) (ans answer) {
+		req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/runs", strings.NewReader(body))
+		if err != nil {
+			return answer{err: err}
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		ans.code, ans.body, ans.err = resp.StatusCode, string(out), err
+		if err == nil {
+			ans.err = json.Unmarshal(out, &ans)
+		}
+		return ans
+	}
+	for i := range 12 {
+		key := "k-race-" + strconv.Itoa(i)
+		body := `{"input":"raced ` + strconv.Itoa(i) + `"}`
+		if i%2 == 0 {
+			body = `{"input":"raced ` + strconv.Itoa(i) + `","session_id":"idem-race-` + strconv.Itoa(i) + `"}`
+		}
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			got   [2]answer
+		)
+		for j, base := range []string{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[j] = post(base, key, body)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for j, g := range got {
+			if g.err != nil || g.code != 202 || g.RunID == "" {
+				t.Fatalf("%s on replica %d: %d %v %s", key, j, g.code, g.err, g.body)
+			}
+		}
+		if got[0].RunID != got[1].RunID || got[0].Replayed == got[1].Replayed {
+			t.Errorf("%s: a answered %+v, b %+v: want one run, made by one and replayed by the other", key, got[0], got[1])
+		}
+		runs, err := store.ListRuns(ctx, bridge.RunFilter{Inbound: "hermes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keyed []string
+		for _, r := range runs {
+			if r.ClientRunID == key {
+				keyed = append(keyed, r.ID)
+			}
+		}
+		if len(keyed) != 1 {
+			t.Errorf("%s: the store holds runs %v with the key, want one", key, keyed)
+		}
 	}
 }
 

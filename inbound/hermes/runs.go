@@ -28,7 +28,9 @@ func validKey(k string) bool {
 // createRun is POST /v1/runs: a turn started without a stream (202); its
 // frames are at GET /v1/runs/{id}/events. With Idempotency-Key, a retry
 // of the same body answers the run it made (Idempotency-Replayed: true);
-// another body with the key is a 409.
+// another body with the key is a 409. The store holds a key once
+// (bridge.IdempotencyKeyed): of two replicas that get a key at once, the
+// one whose run is refused answers with the other's.
 func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 	tr, body, err := h.decodeTurn(w, r)
 	if err != nil {
@@ -62,21 +64,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if prior != nil {
-			if renderOf(prior).BodySHA256 != bodyHash(body) {
-				h.WriteError(w, wire.Errorf(bridge.CodeConflict, wire.CodeIdempotencyConflict,
-					"Idempotency-Key %q was used with a different request body", key))
-				return
-			}
-			if live, err := h.cfg.Engine.Run(ctx, prior.ID); err == nil {
-				prior = live
-			}
-			if h.cfg.Runs != nil {
-				h.mu.Lock()
-				delete(h.idem, sessionKey{principal, key})
-				h.mu.Unlock()
-			}
-			w.Header().Set(HeaderReplayed, "true")
-			writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(prior, true))
+			h.replay(w, r, key, body, prior)
 			return
 		}
 	}
@@ -115,6 +103,14 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 		if made {
 			h.unregister(ctx, s) // a refused run leaves no session behind
 		}
+		if key != "" && h.cfg.Runs != nil && bridge.ErrorCode(err) == bridge.CodeConflict {
+			// Another replica made a run with the key meanwhile (the store
+			// holds a key once): this request is its retry.
+			if prior, perr := h.cfg.Runs.RunByClientID(ctx, principal, key); perr == nil && prior.Principal == principal {
+				h.replay(w, r, key, body, prior)
+				return
+			}
+		}
 		h.WriteError(w, err)
 		return
 	}
@@ -130,4 +126,26 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderSessionID, s.id)
 	writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(run, false))
+}
+
+// replay answers a request whose Idempotency-Key made prior: prior again
+// (Idempotency-Replayed: true) if its body is the one that made it, else a
+// 409.
+func (h *Handler) replay(w http.ResponseWriter, r *http.Request, key string, body []byte, prior *bridge.Run) {
+	ctx := r.Context()
+	if renderOf(prior).BodySHA256 != bodyHash(body) {
+		h.WriteError(w, wire.Errorf(bridge.CodeConflict, wire.CodeIdempotencyConflict,
+			"Idempotency-Key %q was used with a different request body", key))
+		return
+	}
+	if live, err := h.cfg.Engine.Run(ctx, prior.ID); err == nil {
+		prior = live
+	}
+	if h.cfg.Runs != nil {
+		h.mu.Lock()
+		delete(h.idem, sessionKey{bridge.PrincipalFromContext(ctx), key})
+		h.mu.Unlock()
+	}
+	w.Header().Set(HeaderReplayed, "true")
+	writeJSON(w, http.StatusAccepted, wire.EncodeAccepted(prior, true))
 }

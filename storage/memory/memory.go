@@ -225,6 +225,9 @@ func (s *Store) createRun(r *bridge.Run) error {
 	if _, ok := s.runs[r.ID]; ok {
 		return bridge.Errorf(bridge.CodeConflict, "create run: run %q exists", r.ID)
 	}
+	if err := s.keyTaken(r, nil); err != nil {
+		return err
+	}
 	s.order++
 	row := &runRow{run: *cloneRun(r), order: s.order}
 	row.run.FirstCommit, row.run.FirstClientByte = time.Time{}, time.Time{} // set by the row that ends it, as SQLite's
@@ -397,6 +400,25 @@ func (s *Store) SessionSeq(_ context.Context, principal, session string) (int64,
 }
 
 // check finds what would fail b, before anything of it is written.
+// keyTaken is CodeConflict when r's client run id is an idempotency key
+// another run of its principal has, stored or among batch.
+func (s *Store) keyTaken(r *bridge.Run, batch []*bridge.Run) error {
+	if !bridge.IdempotencyKeyed(r) {
+		return nil
+	}
+	same := func(o *bridge.Run) bool {
+		return o.ID != r.ID && bridge.IdempotencyKeyed(o) && o.Principal == r.Principal && o.ClientRunID == r.ClientRunID
+	}
+	taken := slices.ContainsFunc(batch, same)
+	for _, row := range s.runs {
+		taken = taken || same(&row.run)
+	}
+	if taken {
+		return bridge.Errorf(bridge.CodeConflict, "create run %q: its idempotency key is another run's", r.ID)
+	}
+	return nil
+}
+
 func (s *Store) check(b *bridge.Batch) error {
 	newSessions := map[sessionKey]bool{}
 	for _, sess := range b.Sessions {
@@ -415,6 +437,9 @@ func (s *Store) check(b *bridge.Batch) error {
 		}
 		if _, ok := s.runs[r.ID]; ok || newRuns[r.ID] {
 			return bridge.Errorf(bridge.CodeConflict, "create run: run %q exists", r.ID)
+		}
+		if err := s.keyTaken(r, b.NewRuns); err != nil {
+			return err
 		}
 		newRuns[r.ID] = true
 	}

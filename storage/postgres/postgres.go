@@ -205,6 +205,15 @@ func pgCode(err error) string {
 	return ""
 }
 
+// constraintOf is the name of the constraint err violated, or "".
+func constraintOf(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
 const (
 	uniqueViolation     = "23505"
 	foreignKeyViolation = "23503"
@@ -353,6 +362,9 @@ func (s *Store) createRun(ctx context.Context, tx pgx.Tx, r *bridge.Run) error {
 		unixNano(r.Created), unixNano(r.Finished), r.LastSeq, string(r.Render),
 		s.owner, s.lease.Nanoseconds())
 	if pgCode(err) == uniqueViolation {
+		if bridge.IdempotencyKeyed(r) && constraintOf(err) == "runs_by_idempotency_key" {
+			return bridge.Errorf(bridge.CodeConflict, "create run %q: its idempotency key is another run's", r.ID)
+		}
 		return bridge.Errorf(bridge.CodeConflict, "run %q exists", r.ID)
 	}
 	if err != nil {

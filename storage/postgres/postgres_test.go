@@ -412,3 +412,38 @@ func TestMigrationSessionSeqOpeners(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationIdempotencyKeys: runs two replicas made with one Hermes
+// Idempotency-Key before 0012 keep the key on the newest (the one
+// RunByClientID found), other dialects' repeated client run ids stay, and
+// from then on a key is one run's.
+func TestMigrationIdempotencyKeys(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Schema(t)
+	conn := migratedBefore(t, url, "0012_")
+	for _, q := range []string{
+		`INSERT INTO sessions (id, principal, created, updated) VALUES ('sess_1', 'alice', 1, 1)`,
+		`INSERT INTO runs (id, session_id, client_run_id, principal, inbound, status, created) VALUES
+			('run_old', 'sess_1', 'k', 'alice', 'hermes', 'completed', 1), ('run_new', 'sess_1', 'k', 'alice', 'hermes', 'completed', 2),
+			('run_o1', 'sess_1', 'k', 'alice', 'openai', 'completed', 3), ('run_o2', 'sess_1', 'k', 'alice', 'openai', 'completed', 4)`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[string]string{"run_old": "", "run_new": "k", "run_o1": "k", "run_o2": "k"} {
+		if r, err := s.Run(ctx, id); err != nil || r.ClientRunID != want {
+			t.Errorf("%s after the migration: %+v, %v; want client run id %q", id, r, err, want)
+		}
+	}
+	err = s.CreateRun(ctx, &bridge.Run{ID: "run_again", SessionID: "sess_1", ClientRunID: "k", Principal: "alice", Inbound: "hermes",
+		Status: bridge.StatusRunning}, nil)
+	if bridge.ErrorCode(err) != bridge.CodeConflict {
+		t.Errorf("a third Hermes run with the key: %v, want CodeConflict", err)
+	}
+}

@@ -126,7 +126,8 @@ func TestMigrationsReopen(t *testing.T) {
 	}
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
-		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}, {13, "0013_session_seq.sql"}}
+		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}, {13, "0013_session_seq.sql"},
+		{14, "0014_idempotency_keys.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -706,6 +707,42 @@ func TestMigrationSessionSeq(t *testing.T) {
 	}
 	if n, err := s.SessionSeq(ctx, "alice", "sess_1"); err != nil || n != 3 {
 		t.Errorf("SessionSeq = %d, %v; want 3", n, err)
+	}
+}
+
+// TestMigrationIdempotencyKeys: runs made twice with one Hermes
+// Idempotency-Key before 0014 keep the key on the newest (the one
+// RunByClientID found), other dialects' repeated client run ids stay, and
+// from then on a key is one run's.
+func TestMigrationIdempotencyKeys(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s := MustOpen(t, path, sqlite.Options{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, path)
+	for _, q := range []string{`DROP INDEX runs_by_idempotency_key`, `DELETE FROM schema_migrations WHERE version = 14`,
+		`INSERT INTO sessions (id, principal, created, updated) VALUES ('sess_1', 'alice', 1, 1)`,
+		`INSERT INTO runs (id, session_id, client_run_id, principal, inbound, status, created) VALUES
+			('run_old', 'sess_1', 'k', 'alice', 'hermes', 'completed', 1), ('run_new', 'sess_1', 'k', 'alice', 'hermes', 'completed', 2),
+			('run_o1', 'sess_1', 'k', 'alice', 'openai', 'completed', 3), ('run_o2', 'sess_1', 'k', 'alice', 'openai', 'completed', 4)`,
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	s = MustOpen(t, path, sqlite.Options{}) // applies 0014
+	for id, want := range map[string]string{"run_old": "", "run_new": "k", "run_o1": "k", "run_o2": "k"} {
+		if r, err := s.Run(ctx, id); err != nil || r.ClientRunID != want {
+			t.Errorf("%s after the migration: %+v, %v; want client run id %q", id, r, err, want)
+		}
+	}
+	err := s.CreateRun(ctx, &bridge.Run{ID: "run_again", SessionID: "sess_1", ClientRunID: "k", Principal: "alice", Inbound: "hermes",
+		Status: bridge.StatusRunning}, nil)
+	if bridge.ErrorCode(err) != bridge.CodeConflict {
+		t.Errorf("a third Hermes run with the key: %v, want CodeConflict", err)
 	}
 }
 
