@@ -123,6 +123,11 @@ type Engine struct {
 	maxMsgs    int
 	maxTools   int
 
+	// counts: the runs each principal has going on the other processes
+	// sharing the store (runningElsewhere).
+	countMu sync.Mutex
+	counts  map[string]*runCount
+
 	mu     sync.Mutex
 	live   map[string]*liveRun
 	parked map[string][]Message // steers waiting for a run's tool results
@@ -163,6 +168,7 @@ func New(cfg Config) (*Engine, error) {
 		maxMsgs:    cmp.Or(cfg.MaxMessages, 10_000),
 		maxTools:   cmp.Or(cfg.MaxTools, 512),
 		live:       make(map[string]*liveRun),
+		counts:     make(map[string]*runCount),
 		writerDone: make(chan struct{}),
 		lateWake:   make(chan struct{}, 1),
 	}
@@ -236,7 +242,10 @@ var (
 	errLeaseLost  = errors.New("another replica took the run over")
 )
 
-func (e *Engine) register(lr *liveRun) error {
+// register makes lr live here, unless its principal has its limit of runs
+// going already: those live here and others elsewhere (a new run's:
+// runningElsewhere; 0 for a run resumed or taken over).
+func (e *Engine) register(lr *liveRun, elsewhere int) error {
 	e.mu.Lock()
 	if old, ok := e.live[lr.run.ID]; ok && old.finishing() {
 		// The run's outcome is decided and its final on its way: a client
@@ -256,7 +265,7 @@ func (e *Engine) register(lr *liveRun) error {
 	if _, ok := e.live[lr.run.ID]; ok {
 		return Errorf(CodeConflict, "run %s is already running", lr.run.ID)
 	}
-	n := 0
+	n := elsewhere
 	for _, o := range e.live {
 		if o.run.Principal == lr.run.Principal {
 			n++

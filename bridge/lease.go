@@ -174,3 +174,90 @@ func (e *Engine) renewLeases(ctx context.Context, l Leaser) {
 		}
 	}
 }
+
+// RunCounter is implemented by a store that several bridge processes
+// share: it counts a principal's runs going on every process, so the
+// per-principal run limit (Config.MaxRunsPerPrincipal) holds across
+// replicas, approximately (runningElsewhere).
+type RunCounter interface {
+	// RunningRuns counts principal's running runs whose lease is live
+	// (a dead process's count until they are taken over).
+	RunningRuns(ctx context.Context, principal string) (int, error)
+}
+
+// countFresh is how old a count of a principal's runs on the other
+// processes may be before the next admission has it counted again (in the
+// background: the admission uses the count it has).
+const countFresh = 250 * time.Millisecond
+
+// runCount is a principal's runs on the other processes, as counted at.
+type runCount struct {
+	others     int
+	at         time.Time
+	refreshing bool
+}
+
+// runningElsewhere returns how many runs principal has going on the other
+// processes sharing the store (0 for a store of this process alone): the
+// store's count less this process's runs at that moment. A principal's
+// first run here waits for the count; later ones use the last count and
+// have it made again in the background once it is older than countFresh.
+// So the limit is approximate: runs admitted on several processes within
+// one count's age (and its round trip) may together go over it.
+func (e *Engine) runningElsewhere(ctx context.Context, principal string) int {
+	rc, ok := e.store.(RunCounter)
+	if !ok {
+		return 0
+	}
+	e.countMu.Lock()
+	c := e.counts[principal]
+	if c == nil {
+		e.countMu.Unlock()
+		n := e.countElsewhere(ctx, rc, principal)
+		e.countMu.Lock()
+		if e.counts[principal] == nil {
+			e.counts[principal] = &runCount{others: n, at: time.Now()}
+		}
+		e.countMu.Unlock()
+		return n
+	}
+	others := c.others
+	if time.Since(c.at) > countFresh && !c.refreshing {
+		c.refreshing = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			n := e.countElsewhere(ctx, rc, principal)
+			e.countMu.Lock()
+			c.others, c.at, c.refreshing = n, time.Now(), false
+			e.countMu.Unlock()
+		}()
+	}
+	e.countMu.Unlock()
+	return others
+}
+
+// countElsewhere counts principal's runs on the other processes now; a
+// count the store cannot make is none (this process's limit still holds).
+func (e *Engine) countElsewhere(ctx context.Context, rc RunCounter, principal string) int {
+	here := e.runningHere(principal)
+	n, err := rc.RunningRuns(ctx, principal)
+	if err != nil {
+		e.log.Warn("count runs", "err", err)
+		return 0
+	}
+	return max(0, n-here)
+}
+
+// runningHere counts principal's live runs in this process.
+func (e *Engine) runningHere(principal string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, o := range e.live {
+		if o.run.Principal == principal {
+			n++
+		}
+	}
+	return n
+}

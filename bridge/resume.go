@@ -157,7 +157,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	for _, m := range steers {
 		lr.addSteer(m) // the steps after the resumed one take them, as they would have
 	}
-	if err := e.register(lr); err != nil {
+	if err := e.register(lr, 0); err != nil {
 		cancel(err)
 		span.End()
 		return err

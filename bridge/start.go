@@ -117,9 +117,13 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		span.AddEvent(eventResume, trace.WithAttributes(attrResumeReason.String("tool_results"), attrAfterSeq.Int64(run.LastSeq)))
 	}
 
+	elsewhere := 0
+	if !continued { // a continued run was admitted when it began
+		elsewhere = e.runningElsewhere(ctx, principal)
+	}
 	lr := newLiveRun(run, prev, e.liveEvents, cancel)
 	lr.timing = e.timing(ctx, run.ID)
-	if err := e.register(lr); err != nil {
+	if err := e.register(lr, elsewhere); err != nil {
 		cancel(err)
 		span.End()
 		return nil, err

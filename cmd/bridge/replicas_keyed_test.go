@@ -266,3 +266,55 @@ func TestReplicasIDMap(t *testing.T) {
 		t.Fatalf("the agent's second model request holds the first turn twice:\n%s", second)
 	}
 }
+
+// TestReplicasRunLimit: max_runs_per_principal counts a principal's runs
+// on every replica. With a limit of 2 and two streams going on replica a,
+// a third request on replica b is a 429 (b counts the store's running
+// runs at its first admission); once a's runs end, b admits again (its
+// count is made again when a quarter second old).
+func TestReplicasRunLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cfg := defaultConfig()
+	cfg.EchoDelay = 50 * time.Millisecond
+	cfg.MaxRunsPerPrincipal = 2
+	a, b := twoReplicas(t, cfg)
+	long := strings.TrimSpace(strings.Repeat("word ", 400)) // 20 s of echo
+	streamCtx, stopStreams := context.WithCancel(ctx)
+	defer stopStreams()
+	var bodies []io.ReadCloser
+	for range 2 {
+		req, _ := http.NewRequestWithContext(streamCtx, "POST", a+"/v1/chat/completions",
+			strings.NewReader(`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+long+`"}]}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := resp.Body.Read(make([]byte, 1)); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("a stream on a: %d %v", resp.StatusCode, err)
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	short := `{"model":"echo","messages":[{"role":"user","content":"x"}]}`
+	if code, _, out := replicaDo(ctx, t, "POST", b+"/v1/chat/completions", short); code != 429 || !strings.Contains(out, "rate_limit_error") {
+		t.Fatalf("a third run, on b, while a has two going: %d %s, want 429 rate_limit_error", code, out)
+	}
+	stopStreams() // a's runs end with their clients
+	for _, body := range bodies {
+		body.Close()
+	}
+	for {
+		code, _, out := replicaDo(ctx, t, "POST", b+"/v1/chat/completions", short)
+		if code == 200 {
+			break
+		}
+		if code != 429 || ctx.Err() != nil {
+			t.Fatalf("b after a's runs ended: %d %s, want 200 (or 429 until its count is made again)", code, out)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("b still refuses a run a minute after a's ended")
+		}
+	}
+}

@@ -231,3 +231,17 @@ func (s *Store) answer(ctx context.Context, id int64, body string, handle func(c
 		return err
 	})
 }
+
+var _ bridge.RunCounter = (*Store)(nil)
+
+// RunningRuns implements bridge.RunCounter: principal's running runs whose
+// lease has not ended, on every replica.
+func (s *Store) RunningRuns(ctx context.Context, principal string) (int, error) {
+	var n int
+	err := s.db().QueryRow(ctx, `SELECT count(*) FROM runs WHERE principal = $1 AND status = $2 AND lease_until > `+dbNow,
+		principal, string(bridge.StatusRunning)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count running runs: %w", err)
+	}
+	return n, nil
+}
