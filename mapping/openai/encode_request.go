@@ -191,36 +191,11 @@ func (e *reqEncoder) maxTokens(w *wire.ObjWriter) {
 // shape: Chat's own shape passes through; the Responses shape (a flat
 // json_schema) is nested under "json_schema"; anything else is dropped.
 func (e *reqEncoder) responseFormat() []byte {
-	raw := e.Req.ResponseFormat
-	o, err := wire.AsObject(raw, "")
-	if err != nil || !json.Valid(raw) {
+	f := wire.ResponseFormat(e.Req.ResponseFormat, true)
+	if f == nil {
 		e.drop("response_format")
-		return nil
 	}
-	var typ string
-	if t, ok := o["type"]; ok {
-		typ, _ = wire.AsString(t, "")
-	}
-	switch typ {
-	case "text", "json_object":
-		return wire.Compact(raw)
-	case "json_schema":
-		if _, ok := o["json_schema"]; ok {
-			return wire.Compact(raw)
-		}
-		inner := make([]string, 0, len(o))
-		for k := range o {
-			if k != "type" {
-				inner = append(inner, k)
-			}
-		}
-		w := wire.NewObj()
-		w.Str("type", "json_schema")
-		w.Raw("json_schema", wire.RawObject(o, inner))
-		return w.End()
-	}
-	e.drop("response_format")
-	return nil
+	return f
 }
 
 func tool(t *bridge.Tool, i int) ([]byte, error) {

@@ -262,38 +262,11 @@ func (e *reqEncoder) tools(w *wire.ObjWriter) {
 // format renders ResponseFormat as text.format: the flat Responses shape
 // passes through; Chat's (a nested json_schema) is flattened.
 func (e *reqEncoder) format() []byte {
-	raw := e.Req.ResponseFormat
-	o, err := wire.AsObject(raw, "")
-	if err != nil || !json.Valid(raw) {
+	f := wire.ResponseFormat(e.Req.ResponseFormat, false)
+	if f == nil {
 		e.drop("response_format")
-		return nil
 	}
-	var typ string
-	if t, ok := o["type"]; ok {
-		typ, _ = wire.AsString(t, "")
-	}
-	switch typ {
-	case "text", "json_object":
-		return wire.Compact(raw)
-	case "json_schema":
-		inner, ok := o["json_schema"]
-		if !ok {
-			return wire.Compact(raw)
-		}
-		io, err := wire.AsObject(inner, "")
-		if err != nil {
-			e.drop("response_format")
-			return nil
-		}
-		w := wire.NewObj()
-		w.Str("type", "json_schema")
-		for _, k := range wire.SortedKeys(io) {
-			w.Raw(k, wire.Compact(io[k]))
-		}
-		return w.End()
-	}
-	e.drop("response_format")
-	return nil
+	return f
 }
 
 // message renders one hub message as input items.

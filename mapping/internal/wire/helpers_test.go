@@ -50,3 +50,29 @@ func TestAddDropped(t *testing.T) {
 		t.Errorf("%q", l)
 	}
 }
+
+// TestResponseFormat: each OpenAI shape of response_format in the shape
+// asked for; text and json_object as they are; anything else nil.
+func TestResponseFormat(t *testing.T) {
+	flat := `{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}`
+	nested := `{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}`
+	for _, tt := range []struct {
+		in     string
+		nested bool
+		want   string
+	}{
+		{flat, true, nested},
+		{nested, true, nested},
+		{nested, false, flat},
+		{flat, false, flat},
+		{`{"type": "json_object"}`, true, `{"type":"json_object"}`},
+		{`{"type":"text"}`, false, `{"type":"text"}`},
+		{`{"type":"xml"}`, true, ""},
+		{`[1]`, false, ""},
+		{`{"type":"json_schema","json_schema":1}`, false, ""},
+	} {
+		if got := string(ResponseFormat(json.RawMessage(tt.in), tt.nested)); got != tt.want {
+			t.Errorf("%s nested %v: %s, want %s", tt.in, tt.nested, got, tt.want)
+		}
+	}
+}
