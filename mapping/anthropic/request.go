@@ -630,12 +630,8 @@ func (d *reqDecoder) assistantMessage(content json.RawMessage, path string) (bri
 }
 
 func (d *reqDecoder) tools(top object) error {
-	raw, ok := top["tools"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	arr, err := wire.AsArray(raw, "tools")
-	if err != nil {
+	arr, err := wire.OptArray(top, "", "tools")
+	if arr == nil || err != nil {
 		return err
 	}
 	var server []json.RawMessage
@@ -703,12 +699,8 @@ func (d *reqDecoder) tools(top object) error {
 }
 
 func (d *reqDecoder) toolChoice(top object) error {
-	raw, ok := top["tool_choice"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	o, err := wire.AsObject(raw, "tool_choice")
-	if err != nil {
+	o, err := wire.OptObject(top, "", "tool_choice")
+	if o == nil || err != nil {
 		return err
 	}
 	typ, err := reqString(o, "type", "tool_choice")

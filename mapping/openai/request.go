@@ -195,12 +195,8 @@ func (d *reqDecoder) maxTokens(top object) error {
 }
 
 func (d *reqDecoder) streamOptions(top object) error {
-	raw, ok := top["stream_options"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	o, err := wire.AsObject(raw, "stream_options")
-	if err != nil {
+	o, err := wire.OptObject(top, "", "stream_options")
+	if o == nil || err != nil {
 		return err
 	}
 	if v, ok := o["include_usage"]; ok && !wire.IsNull(v) {
@@ -245,12 +241,8 @@ func (d *reqDecoder) stop(top object) error {
 }
 
 func (d *reqDecoder) tools(top object) error {
-	raw, ok := top["tools"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	arr, err := wire.AsArray(raw, "tools")
-	if err != nil {
+	arr, err := wire.OptArray(top, "", "tools")
+	if arr == nil || err != nil {
 		return err
 	}
 	d.req.Tools = make([]bridge.Tool, 0, len(arr))

@@ -173,11 +173,7 @@ func (e *reqEncoder) encode() ([]byte, error) {
 		w.Raw("text", t.End())
 	}
 	if len(req.Metadata) > 0 {
-		m := wire.NewObj()
-		for _, k := range wire.SortedKeys(req.Metadata) {
-			m.Str(k, req.Metadata[k])
-		}
-		w.Raw("metadata", m.End())
+		w.StrMap("metadata", req.Metadata)
 	}
 	if req.User != "" {
 		w.Str("user", req.User)

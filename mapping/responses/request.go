@@ -641,12 +641,8 @@ func (d *reqDecoder) part(raw json.RawMessage, path string) (bridge.Part, error)
 // decodeTools reads the flat function tools into hub tools; other tool
 // types are kept raw for a Responses upstream (Extra "tools").
 func (d *reqDecoder) decodeTools(top wire.Object) error {
-	raw, ok := top["tools"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	arr, err := wire.AsArray(raw, "tools")
-	if err != nil {
+	arr, err := wire.OptArray(top, "", "tools")
+	if arr == nil || err != nil {
 		return err
 	}
 	h := d.r.Hub
@@ -762,12 +758,8 @@ func (d *reqDecoder) toolChoice(top wire.Object) error {
 // reasoning reads reasoning.effort; the rest of the object (summary, ...)
 // is kept for a Responses upstream.
 func (d *reqDecoder) reasoning(top wire.Object) error {
-	raw, ok := top["reasoning"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	o, err := wire.AsObject(raw, "reasoning")
-	if err != nil {
+	o, err := wire.OptObject(top, "", "reasoning")
+	if o == nil || err != nil {
 		return err
 	}
 	if err := wire.OptString(o, "reasoning", "effort", &d.r.Hub.ReasoningEffort); err != nil {
@@ -788,12 +780,8 @@ func (d *reqDecoder) reasoning(top wire.Object) error {
 // text reads text.format into ResponseFormat (the flat Responses shape);
 // the rest of the object (verbosity) is kept for a Responses upstream.
 func (d *reqDecoder) text(top wire.Object) error {
-	raw, ok := top["text"]
-	if !ok || wire.IsNull(raw) {
-		return nil
-	}
-	o, err := wire.AsObject(raw, "text")
-	if err != nil {
+	o, err := wire.OptObject(top, "", "text")
+	if o == nil || err != nil {
 		return err
 	}
 	if f, ok := o["format"]; ok && !wire.IsNull(f) {
@@ -844,11 +832,7 @@ func (d *reqDecoder) echo(top wire.Object) json.RawMessage {
 	} else {
 		w.Null("max_output_tokens")
 	}
-	m := wire.NewObj()
-	for _, k := range wire.SortedKeys(h.Metadata) {
-		m.Str(k, h.Metadata[k])
-	}
-	w.Raw("metadata", m.End())
+	w.StrMap("metadata", h.Metadata)
 	w.Bool("parallel_tool_calls", h.ParallelToolCalls == nil || *h.ParallelToolCalls)
 	if r.PreviousResponseID != "" {
 		w.Str("previous_response_id", r.PreviousResponseID)

@@ -76,3 +76,29 @@ func TestResponseFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestOptObjectArray: absent and null are nil without an error; an empty
+// object or array is not nil; another type is an error naming the path.
+func TestOptObjectArray(t *testing.T) {
+	o := Object{"n": json.RawMessage(`null`), "eo": json.RawMessage(`{}`), "ea": json.RawMessage(`[]`), "s": json.RawMessage(`"x"`)}
+	for _, k := range []string{"absent", "n"} {
+		if v, err := OptObject(o, "p", k); v != nil || err != nil {
+			t.Errorf("OptObject %s: %v %v", k, v, err)
+		}
+		if v, err := OptArray(o, "p", k); v != nil || err != nil {
+			t.Errorf("OptArray %s: %v %v", k, v, err)
+		}
+	}
+	if v, err := OptObject(o, "p", "eo"); v == nil || err != nil {
+		t.Errorf("OptObject {}: %v %v", v, err)
+	}
+	if v, err := OptArray(o, "p", "ea"); v == nil || err != nil {
+		t.Errorf("OptArray []: %v %v", v, err)
+	}
+	if _, err := OptObject(o, "p", "s"); bridge.AsError(err) == nil || bridge.AsError(err).Message != "p.s: expected object, got string" {
+		t.Errorf("OptObject string: %v", err)
+	}
+	if _, err := OptArray(o, "", "s"); bridge.AsError(err) == nil || bridge.AsError(err).Message != "s: expected array, got string" {
+		t.Errorf("OptArray string: %v", err)
+	}
+}

@@ -217,58 +217,57 @@ func ReqString(o Object, key, path string) (string, error) {
 
 // OptString reads o[key] into dst when present and not null.
 func OptString(o Object, path, key string, dst *string) error {
-	raw, ok := o[key]
-	if !ok || IsNull(raw) {
-		return nil
-	}
-	s, err := AsString(raw, Join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = s
-	return nil
+	return opt(o, path, key, AsString, func(v string) { *dst = v })
 }
 
 // OptBool reads o[key] into dst when present and not null.
 func OptBool(o Object, path, key string, dst **bool) error {
-	raw, ok := o[key]
-	if !ok || IsNull(raw) {
-		return nil
-	}
-	v, err := AsBool(raw, Join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
+	return opt(o, path, key, AsBool, func(v bool) { *dst = &v })
 }
 
 // OptInt reads o[key] into dst when present and not null.
 func OptInt(o Object, path, key string, dst **int64) error {
-	raw, ok := o[key]
-	if !ok || IsNull(raw) {
-		return nil
-	}
-	v, err := AsInt(raw, Join(path, key))
-	if err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
+	return opt(o, path, key, AsInt, func(v int64) { *dst = &v })
 }
 
 // OptFloat reads o[key] into dst when present and not null.
 func OptFloat(o Object, path, key string, dst **float64) error {
+	return opt(o, path, key, AsFloat, func(v float64) { *dst = &v })
+}
+
+// opt reads o[key] with as and hands the value to set, when the key is
+// present and not null.
+func opt[T any](o Object, path, key string, as func([]byte, string) (T, error), set func(T)) error {
 	raw, ok := o[key]
 	if !ok || IsNull(raw) {
 		return nil
 	}
-	v, err := AsFloat(raw, Join(path, key))
+	v, err := as(raw, Join(path, key))
 	if err != nil {
 		return err
 	}
-	*dst = &v
+	set(v)
 	return nil
+}
+
+// OptObject reads o[key] as an object: nil, and no error, when it is
+// absent or null.
+func OptObject(o Object, path, key string) (Object, error) {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil, nil
+	}
+	return AsObject(raw, Join(path, key))
+}
+
+// OptArray reads o[key] as an array: nil, and no error, when it is absent
+// or null (an empty array is not nil).
+func OptArray(o Object, path, key string) ([]json.RawMessage, error) {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil, nil
+	}
+	return AsArray(raw, Join(path, key))
 }
 
 // OptStringMap reads o[key], an object of strings, into dst when present
@@ -491,6 +490,16 @@ func (w *ObjWriter) Strings(k string, v []string) {
 		w.B = AppendString(w.B, s)
 	}
 	w.B = append(w.B, ']')
+}
+
+// StrMap writes a member whose value is an object of strings, its keys
+// sorted.
+func (w *ObjWriter) StrMap(k string, m map[string]string) {
+	o := NewObj()
+	for _, key := range SortedKeys(m) {
+		o.Str(key, m[key])
+	}
+	w.Raw(k, o.End())
 }
 
 // Array writes a member whose value is an array of n elements, elem(i)
