@@ -107,6 +107,20 @@ func (e *StreamEncoder) Dropped() []string { return e.dropped }
 
 func (e *StreamEncoder) drop(what string) { e.dropped = wire.AddDropped(e.dropped, what) }
 
+// delta opens the message a text or reasoning delta belongs to and keeps
+// its text in buf; false, with the error if any, when there is nothing to
+// write.
+func (e *StreamEncoder) delta(ev *bridge.Event, buf *strings.Builder) (bool, error) {
+	if ev.Text == "" {
+		return false, nil
+	}
+	if err := e.startMessage(ev); err != nil {
+		return false, err
+	}
+	buf.WriteString(ev.Text)
+	return true, nil
+}
+
 // frame adds one frame to the event's: fill adds the frame's own members.
 // Encode numbers the ids of the event's frames and writes them.
 func (e *StreamEncoder) frame(name string, ts time.Time, fill func(o *wire.ObjWriter)) error {
@@ -234,13 +248,9 @@ func (e *StreamEncoder) encode(ev *bridge.Event) error {
 	case bridge.KindMessageStarted:
 		return e.startMessage(ev)
 	case bridge.KindTextDelta:
-		if ev.Text == "" {
-			return nil
-		}
-		if err := e.startMessage(ev); err != nil {
+		if ok, err := e.delta(ev, &e.text); !ok {
 			return err
 		}
-		e.text.WriteString(ev.Text)
 		return e.frame(EventAssistantDelta, ev.Time, func(o *wire.ObjWriter) {
 			o.Str("message_id", e.msgID)
 			o.Str("delta", ev.Text)
@@ -249,13 +259,9 @@ func (e *StreamEncoder) encode(ev *bridge.Event) error {
 		if ev.Signature != "" || ev.Encrypted != "" {
 			e.drop("reasoning signature")
 		}
-		if ev.Text == "" {
-			return nil
-		}
-		if err := e.startMessage(ev); err != nil {
+		if ok, err := e.delta(ev, &e.reason); !ok {
 			return err
 		}
-		e.reason.WriteString(ev.Text)
 		return e.frame(EventToolProgress, ev.Time, func(o *wire.ObjWriter) {
 			o.Str("message_id", e.msgID)
 			o.Str("tool_name", ThinkingTool)
