@@ -353,13 +353,10 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// argsText is a JSON string's value, or other JSON as its text.
+// argsText is a JSON string's value, or other JSON as its text; "" for
+// none or null.
 func argsText(raw json.RawMessage) string {
-	if len(raw) == 0 || wire.IsNull(raw) {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := stringOrNull(raw); ok {
 		return s
 	}
 	return wire.CompactText(raw)
@@ -367,11 +364,7 @@ func argsText(raw json.RawMessage) string {
 
 // errorText reads an error member: a string, or an object with message.
 func errorText(raw json.RawMessage) string {
-	if len(raw) == 0 || wire.IsNull(raw) {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := stringOrNull(raw); ok {
 		return s
 	}
 	var o struct {
@@ -382,4 +375,13 @@ func errorText(raw json.RawMessage) string {
 		return nonEmpty(o.Message, o.Content)
 	}
 	return ""
+}
+
+// stringOrNull is raw's value when it is a JSON string, "" when it is
+// null or nothing; ok is false for anything else.
+func stringOrNull(raw json.RawMessage) (s string, ok bool) {
+	if len(raw) == 0 || wire.IsNull(raw) {
+		return "", true
+	}
+	return s, json.Unmarshal(raw, &s) == nil
 }
