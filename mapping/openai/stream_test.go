@@ -69,18 +69,8 @@ func TestToolArgumentReassembly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var resp struct {
-			Choices []struct {
-				Message struct {
-					ToolCalls []wireToolCall `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(body, &resp); err != nil {
-			t.Fatal(err)
-		}
-		if a := resp.Choices[0].Message.ToolCalls[0].Function.Arguments; a != args {
-			t.Errorf("split %d: accumulated %q", i, a)
+		if calls := toolCallsOf(body, true); len(calls) != 1 || calls[0].Function.Arguments != args {
+			t.Errorf("split %d: accumulated %s", i, body)
 		}
 	})
 }
@@ -109,16 +99,25 @@ func (f frame) chunk() map[string]any {
 	return m
 }
 
-func (f frame) toolCalls() []wireToolCall {
+func (f frame) toolCalls() []wireToolCall { return toolCallsOf([]byte(f.data), false) }
+
+// toolCallsOf reads the tool calls of a chunk's delta, or with message of
+// a chat.completion's message; nil when there are none.
+func toolCallsOf(data []byte, message bool) []wireToolCall {
+	type calls struct {
+		ToolCalls []wireToolCall `json:"tool_calls"`
+	}
 	var c struct {
 		Choices []struct {
-			Delta struct {
-				ToolCalls []wireToolCall `json:"tool_calls"`
-			} `json:"delta"`
+			Message calls `json:"message"`
+			Delta   calls `json:"delta"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal([]byte(f.data), &c); err != nil || len(c.Choices) == 0 {
+	if err := json.Unmarshal(data, &c); err != nil || len(c.Choices) == 0 {
 		return nil
+	}
+	if message {
+		return c.Choices[0].Message.ToolCalls
 	}
 	return c.Choices[0].Delta.ToolCalls
 }
