@@ -406,16 +406,10 @@ var finishReasons = map[bridge.StopReason]string{
 
 // appendUsage appends a Chat Completions usage object.
 func appendUsage(b []byte, u *bridge.Usage) []byte {
-	val := func(p *int64) int64 {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
 	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, val(u.InputTokens), 10)
+	b = wire.AppendCount(b, u.InputTokens)
 	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, val(u.OutputTokens), 10)
+	b = wire.AppendCount(b, u.OutputTokens)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, u.Total(), 10)
 	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {

@@ -839,22 +839,16 @@ func appendPart(b []byte, p *part) []byte {
 // appendUsage renders a ResponseUsage: every count present, zero when not
 // reported. The hub's input count includes cached tokens, as Responses'.
 func appendUsage(b []byte, u *bridge.Usage) []byte {
-	val := func(p *int64) int64 {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
 	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, val(u.InputTokens), 10)
+	b = wire.AppendCount(b, u.InputTokens)
 	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
-	b = strconv.AppendInt(b, val(u.CacheReadTokens), 10)
+	b = wire.AppendCount(b, u.CacheReadTokens)
 	b = append(b, `,"cache_write_tokens":`...)
-	b = strconv.AppendInt(b, val(u.CacheWriteTokens), 10)
+	b = wire.AppendCount(b, u.CacheWriteTokens)
 	b = append(b, `},"output_tokens":`...)
-	b = strconv.AppendInt(b, val(u.OutputTokens), 10)
+	b = wire.AppendCount(b, u.OutputTokens)
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
-	b = strconv.AppendInt(b, val(u.ReasoningTokens), 10)
+	b = wire.AppendCount(b, u.ReasoningTokens)
 	b = append(b, `},"total_tokens":`...)
 	b = strconv.AppendInt(b, u.Total(), 10)
 	return append(b, '}')

@@ -443,6 +443,14 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// AppendCount appends a token count, 0 when it was not reported.
+func AppendCount(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, '0')
+	}
+	return strconv.AppendInt(b, *n, 10)
+}
+
 // ObjWriter appends the members of one JSON object, remembering the keys
 // it wrote so data merged afterwards cannot duplicate one. B is the object
 // so far; a caller may append a value to it right after Key.
