@@ -48,17 +48,12 @@ type wireFunction struct {
 }
 
 type wireUsage struct {
-	PromptTokens        *int64 `json:"prompt_tokens"`
-	CompletionTokens    *int64 `json:"completion_tokens"`
-	TotalTokens         *int64 `json:"total_tokens"`
-	PromptCacheHit      *int64 `json:"prompt_cache_hit_tokens"` // DeepSeek
-	PromptTokensDetails *struct {
-		CachedTokens     *int64 `json:"cached_tokens"`
-		CacheWriteTokens *int64 `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens *int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
+	PromptTokens            *int64             `json:"prompt_tokens"`
+	CompletionTokens        *int64             `json:"completion_tokens"`
+	TotalTokens             *int64             `json:"total_tokens"`
+	PromptCacheHit          *int64             `json:"prompt_cache_hit_tokens"` // DeepSeek
+	PromptTokensDetails     *wire.TokenDetails `json:"prompt_tokens_details"`
+	CompletionTokensDetails *wire.TokenDetails `json:"completion_tokens_details"`
 }
 
 // usage converts u; nil when every value is null.

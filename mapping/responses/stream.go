@@ -56,16 +56,11 @@ type wireItem struct {
 }
 
 type wireUsage struct {
-	InputTokens        *int64 `json:"input_tokens"`
-	OutputTokens       *int64 `json:"output_tokens"`
-	TotalTokens        *int64 `json:"total_tokens"`
-	InputTokensDetails *struct {
-		CachedTokens     *int64 `json:"cached_tokens"`
-		CacheWriteTokens *int64 `json:"cache_write_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokensDetails *struct {
-		ReasoningTokens *int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
+	InputTokens         *int64             `json:"input_tokens"`
+	OutputTokens        *int64             `json:"output_tokens"`
+	TotalTokens         *int64             `json:"total_tokens"`
+	InputTokensDetails  *wire.TokenDetails `json:"input_tokens_details"`
+	OutputTokensDetails *wire.TokenDetails `json:"output_tokens_details"`
 }
 
 func (u *wireUsage) usage() *bridge.Usage {

@@ -451,6 +451,16 @@ func AppendCount(b []byte, n *int64) []byte {
 	return strconv.AppendInt(b, *n, 10)
 }
 
+// TokenDetails are the details of an OpenAI usage's counts, as Chat
+// Completions (prompt_ and completion_tokens_details) and the Responses API
+// (input_ and output_tokens_details) send them: the input's cached and
+// cache-write tokens, the output's reasoning tokens.
+type TokenDetails struct {
+	CachedTokens     *int64 `json:"cached_tokens"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens"`
+	ReasoningTokens  *int64 `json:"reasoning_tokens"`
+}
+
 // ObjWriter appends the members of one JSON object, remembering the keys
 // it wrote so data merged afterwards cannot duplicate one. B is the object
 // so far; a caller may append a value to it right after Key.
