@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,11 +75,17 @@ func run(dir string) error {
 
 	// A session of three turns, an A2A run, and the Anthropic run the run
 	// page shows.
-	for _, q := range []string{"What is the capital of France?", "And of Italy?", "Which is bigger?"} {
-		if _, err := send(ctx, base, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"`+q+`"}]}`,
+	// Each turn resends the conversation so far, as a Chat client does
+	// (a turn with its question alone would start the transcript again).
+	var history []map[string]string
+	for _, q := range questions {
+		history = append(history, map[string]string{"role": "user", "content": q})
+		msgs, _ := json.Marshal(history)
+		if _, err := send(ctx, base, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":`+string(msgs)+`}`,
 			"X-Session-Id", "sess_demo"); err != nil {
 			return err
 		}
+		history = append(history, map[string]string{"role": "assistant", "content": answers[q]})
 	}
 	if _, err := send(ctx, base, "/a2a", `{"jsonrpc":"2.0","id":"1","method":"message/stream","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"Summarize the weather"}],"metadata":{"from":"demo"}}}}`); err != nil {
 		return err
@@ -150,11 +157,25 @@ func reply(n int, body []byte) openaitest.Reply {
 	case strings.Contains(b, "weather in Paris"):
 		return openaitest.Reply{Chunks: c.Role().Text("Let me check.").ToolCall(0, "call_w1", "get_weather", `{"city":`, `"Paris"}`).
 			Finish("tool_calls").Usage(42, 17).List(), Delay: 15 * time.Millisecond}
-	default:
-		return openaitest.Reply{Chunks: c.Role().Text("Paris", " is", " the", " capital", " of", " France.").Finish("stop").Usage(25, 6).List(),
+	default: // the session's questions: the answer to the last one asked
+		last, at := questions[0], -1
+		for _, q := range questions {
+			if i := strings.LastIndex(b, q); i > at {
+				last, at = q, i
+			}
+		}
+		return openaitest.Reply{Chunks: c.Role().Text(strings.SplitAfter(answers[last], " ")...).Finish("stop").Usage(25, 6).List(),
 			Delay: 10 * time.Millisecond}
 	}
 }
+
+// questions are the session's turns, and answers what the upstream says to
+// each.
+var (
+	questions = []string{"What is the capital of France?", "And of Italy?", "Which is bigger?"}
+	answers   = map[string]string{questions[0]: "Paris is the capital of France.", questions[1]: "Rome is the capital of Italy.",
+		questions[2]: "France, by area and by population."}
+)
 
 // send posts body to base+path and reads the answer whole; it returns the
 // run id.
