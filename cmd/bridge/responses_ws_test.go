@@ -765,3 +765,89 @@ func TestResponsesWebSocketAndCompactOverEachUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesWebSocketPingAndClose: a ping is answered while a response
+// is under way (its upstream holds its answer until the pong has come);
+// a message past 64 MiB closes the connection with 1009; a bridge that
+// shuts down closes an open connection with 1001.
+func TestResponsesWebSocketPingAndClose(t *testing.T) {
+	release := make(chan struct{})
+	up := openaitest.New(func(n int, body []byte) openaitest.Reply {
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		c := &openaitest.Chunks{ID: "chatcmpl-held", Model: "gpt-4o-mini"}
+		return openaitest.Reply{Chunks: c.Role().Text("after the pong").Finish("stop").Usage(3, 3).List()}
+	})
+	t.Cleanup(up.Close)
+	m := bridgeOver(t, "openai", up.BaseURL())
+
+	c := wsDial(t, m, "")
+	wsSend(t, c, create("hold on", "store", false))
+	// coder/websocket reads the pong in a Read: one goroutine reads the
+	// response while the test pings.
+	turn := make(chan []*wsMsg, 1)
+	go func() {
+		var out []*wsMsg
+		defer func() { turn <- out }()
+		for range 500 {
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			_, b, err := c.Read(ctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			var msg wsMsg
+			_ = json.Unmarshal(b, &msg)
+			msg.raw = string(b)
+			out = append(out, &msg)
+			if msg.Type == "response.completed" || msg.Type == "response.failed" || msg.Type == "error" {
+				return
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	err := c.Ping(ctx)
+	cancel()
+	close(release)
+	if err != nil {
+		t.Errorf("a ping while the response waited for its upstream: %v", err)
+	}
+	if got := <-turn; len(got) == 0 || got[len(got)-1].Type != "response.completed" || got[len(got)-1].text() != "after the pong" {
+		t.Fatalf("the response after the ping: %v", got)
+	}
+
+	// Past 64 MiB: closed with 1009 (a message under it but over the
+	// body limit is an error message, TestResponsesWebSocketBadFrames).
+	big := wsDial(t, m, "")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_ = big.Write(ctx, websocket.MessageText, make([]byte, 64<<20+1024))
+	}()
+	rctx, rcancel := context.WithTimeout(t.Context(), 60*time.Second)
+	_, _, err = big.Read(rctx)
+	rcancel()
+	if got := websocket.CloseStatus(err); got != websocket.StatusMessageTooBig {
+		t.Errorf("a message past 64 MiB: %v (close status %d), want 1009", err, got)
+	}
+
+	// Shutdown: 1001.
+	idle := wsDial(t, m, "")
+	wsSend(t, idle, create("one before", "store", false))
+	if got := wsTurn(t, idle); got[len(got)-1].Type != "response.completed" {
+		t.Fatalf("before the shutdown: %s", got[len(got)-1].raw)
+	}
+	sctx, scancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer scancel()
+	if err := m.Close(sctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel = context.WithTimeout(t.Context(), 10*time.Second)
+	_, _, err = idle.Read(rctx)
+	rcancel()
+	if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+		t.Errorf("at shutdown: %v (close status %d), want 1001", err, got)
+	}
+}

@@ -122,13 +122,16 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(bridge.WithPrincipal(h.ctx, bridge.PrincipalFromContext(r.Context())))
 	defer cancel()
 	// One reader, so pings are answered and a close is seen while a
-	// response streams.
+	// response streams. Its reads and the writes (send) are not ended by
+	// ctx, which a shutdown cancels: coder/websocket closes the connection
+	// when a read's or a write's context ends, and a shutdown closes it
+	// with 1001 below. The reader ends when the connection does.
 	msgs := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(msgs)
 		for {
-			b, err := h.readMessage(ctx, c)
+			b, err := h.readMessage(context.WithoutCancel(ctx), c)
 			if err != nil {
 				readErr <- err
 				cancel()
@@ -142,7 +145,18 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	conn := &wsConn{h: h, c: c, cache: &wsCache{}}
-	for b := range msgs {
+serve:
+	for {
+		var b []byte
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				break serve
+			}
+			b = m
+		case <-ctx.Done(): // the client left, or a shutdown
+			break serve
+		}
 		if b == nil {
 			conn.sendError(ctx, &bridge.Error{Code: bridge.CodeTooLarge, Type: "invalid_request_error",
 				Message: "message too large: at most " + strconv.Itoa(h.maxMessage()) + " bytes"})
@@ -196,26 +210,26 @@ func (h *Handler) maxMessage() int {
 }
 
 // readMessage reads one message, at most maxMessage bytes; a larger one is
-// read to its end and dropped (nil, no error), one past wsDiscardLimit is
-// errTooLarge.
+// read to its end and dropped (nil, no error), one past wsDiscardLimit
+// bytes in all is errTooLarge.
 func (h *Handler) readMessage(ctx context.Context, c *websocket.Conn) ([]byte, error) {
 	_, rd, err := c.Reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	max := h.maxMessage()
-	b, err := io.ReadAll(io.LimitReader(rd, int64(max)+1))
+	limit := h.maxMessage()
+	b, err := io.ReadAll(io.LimitReader(rd, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) <= max {
+	if len(b) <= limit {
 		return b, nil
 	}
-	n, err := io.Copy(io.Discard, io.LimitReader(rd, wsDiscardLimit))
+	n, err := io.Copy(io.Discard, io.LimitReader(rd, max(wsDiscardLimit-int64(len(b)), 0)+1))
 	if err != nil {
 		return nil, err
 	}
-	if n == wsDiscardLimit {
+	if int64(len(b))+n > wsDiscardLimit {
 		return nil, errTooLarge
 	}
 	return nil, nil
@@ -235,7 +249,7 @@ func (wc *wsConn) send(ctx context.Context, b []byte) error {
 	if timeout <= 0 {
 		timeout = inbound.DefaultWriteTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	return wc.c.Write(ctx, websocket.MessageText, b)
 }
