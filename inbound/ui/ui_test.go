@@ -175,6 +175,9 @@ func TestBadRequests(t *testing.T) {
 		{"steer without input", alice, "POST", "/ui/api/runs/" + f.ids["a1"] + "/steer", `{"text":1}`, 400, "want {\"input\""},
 		{"steer an ended run", alice, "POST", "/ui/api/runs/" + f.ids["a1"] + "/steer", `{"input":"more"}`, 409, ""},
 		{"no access", refused, "GET", "/ui/api/runs", "", 401, "invalid API key"},
+		// httptest's requests come from 192.0.2.1, not the loopback.
+		{"no keys, a client not on the loopback", f.handler(ui.Open), "GET", "/ui/api/runs", "", 403, "only loopback clients"},
+		{"no keys, a client not on the loopback, a run", f.handler(ui.Open), "GET", "/ui/api/runs/" + f.ids["a1"], "", 403, "only loopback clients"},
 		{"no such endpoint", alice, "GET", "/ui/api/nope", "", 404, "no such inspector page"},
 	}
 	for _, tt := range tests {
