@@ -186,6 +186,20 @@ func TestAttackUpstreamCredentialsStayIn(t *testing.T) {
 				tc{fmt.Sprintf("messages/%s/stream=%t", model, stream), "/v1/messages", msgReq(model, stream), refused})
 		}
 	}
+	// Responses and ADK (whose app names the model) too, over the
+	// upstream that refuses the bridge's key and the one that quotes it in
+	// a 500.
+	for _, model := range []string{"o401", "o500"} {
+		refused := model == "o401"
+		if status, body := do(t, "POST", base+"/apps/"+model+"/users/u/sessions", "k1", `{"sessionId":"cred-`+model+`"}`); status != 200 {
+			t.Fatalf("ADK session: %d %s", status, body)
+		}
+		cases = append(cases,
+			tc{"responses/" + model, "/v1/responses", fmt.Sprintf(`{"model":%q,"input":"hi"}`, model), refused},
+			tc{"responses/" + model + "/stream", "/v1/responses", fmt.Sprintf(`{"model":%q,"stream":true,"input":"hi"}`, model), refused},
+			tc{"adk/" + model, "/run", runBody(model, "u", "cred-"+model, "hi", false), refused},
+		)
+	}
 	for _, c := range cases {
 		count.add("credential-quote")
 		resp, body := call(t, "POST", base+c.path, "k1", c.body)
