@@ -90,7 +90,10 @@ type RunFilter struct {
 // (ended, or learnt an upstream id), and transcript messages.
 type Batch struct {
 	// Sessions and NewRuns are created first (CodeConflict if one exists),
-	// so the batch's messages and events may belong to them.
+	// so the batch's messages and events may belong to them. A session is
+	// created before any run of it (here or by CreateSession), so a store
+	// may take one created here to have no numbered events yet
+	// (Event.SessionSeq).
 	Sessions []*Session
 	NewRuns  []*Run
 	Events   []Event

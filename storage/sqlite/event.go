@@ -69,6 +69,9 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, b *bridge.Batch) error {
 		if err := s.createSession(sctx, tx, sess); err != nil {
 			return err
 		}
+		// New (its row did not exist), so no run of it has events yet:
+		// its numbers start at 1 without a look (bridge.Batch.Sessions).
+		s.takenSSeq[sessionKey{sess.Principal, sess.ID}] = 0
 	}
 	for _, r := range b.NewRuns {
 		if r.Created.IsZero() {
@@ -314,20 +317,21 @@ const lastSSeqSQL = `SELECT coalesce(max(n), 0) FROM (
 // progress (tookSSeqs keeps it once the commit is done). It runs under
 // wsem.
 func (s *Store) nextSessionSeq(ctx, sctx context.Context, tx *sql.Tx, k sessionKey) (int64, error) {
-	if !s.sseqChecked {
-		// Once a transaction: has another connection written since?
-		var v int64
-		if err := tx.StmtContext(ctx, s.dataVersion).QueryRowContext(sctx).Scan(&v); err != nil {
-			return 0, fmt.Errorf("data version: %w", err)
-		}
-		if v != s.version {
-			clear(s.lastSSeq)
-			s.version = v
-		}
-		s.sseqChecked = true
-	}
 	n, ok := s.takenSSeq[k]
 	if !ok {
+		if !s.sseqChecked {
+			// Once a transaction that reads the counts: has another
+			// connection written since?
+			var v int64
+			if err := tx.StmtContext(ctx, s.dataVersion).QueryRowContext(sctx).Scan(&v); err != nil {
+				return 0, fmt.Errorf("data version: %w", err)
+			}
+			if v != s.version {
+				clear(s.lastSSeq)
+				s.version = v
+			}
+			s.sseqChecked = true
+		}
 		if n, ok = s.lastSSeq[k]; !ok {
 			if err := tx.StmtContext(ctx, s.lastSSeqSt).QueryRowContext(sctx, k.principal, k.id).Scan(&n); err != nil {
 				return 0, err
