@@ -329,6 +329,16 @@ func TestInspectorBrowser(t *testing.T) {
 		p.until("the page streams", `document.querySelector('#run[data-live="stream"]') !== null`)
 		p.until("the client wire grows, frame by frame", fmt.Sprintf(`(document.querySelector("#wire-client pre").innerText.match(/data: \{/g) || []).length > %d`, frames))
 		p.until("no polling", fmt.Sprintf(`performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/ui/api/runs/" + %s)).length === 1`, js(live)))
+		// Steer: what is typed joins the running run as a user message.
+		p.do("type a steer", chromedp.SendKeys(chromedp.CSS("#steer-input"), "mind the gap, please"))
+		p.do("steer", chromedp.Click(chromedp.CSS("#steer-send")))
+		// The page is drawn again for each event: what came of the steer
+		// stays said.
+		p.until("the steer sent", `document.querySelector("#live-note").innerText === "steer sent"`)
+		p.until("the steer in the run's timeline", `document.querySelector("#run").innerText.includes("mind the gap, please")`)
+		if note := p.text("#live-note"); note != "steer sent" {
+			t.Errorf("the note after more events: %q, want it to still say the steer was sent", note)
+		}
 		p.do("stop", chromedp.Click(chromedp.CSS("#stop")))
 		p.until("cancelled", `document.querySelector('#run-status [data-status="cancelled"]') !== null`)
 		r, err := store.Run(t.Context(), live)

@@ -237,13 +237,16 @@ function renderRun(p, root) {
     kids.push(el("div", { class: "live-controls" },
       el("button", { class: "danger", id: "stop", onclick: async (e) => {
         e.target.disabled = true;
-        try { await api("runs/" + encodeURIComponent(r.id) + "/stop", { method: "POST" }); note.textContent = "stopped"; } catch (err) { note.textContent = err.message; }
+        try { await api("runs/" + encodeURIComponent(r.id) + "/stop", { method: "POST" }); liveNote("stopped"); } catch (err) { liveNote(err.message); }
         refresh();
       }, text: "Stop" }),
       input,
       el("button", { class: "secondary", id: "steer-send", onclick: async () => {
         if (!input.value) return;
-        try { await api("runs/" + encodeURIComponent(r.id) + "/steer", { method: "POST", body: JSON.stringify({ input: input.value }) }); note.textContent = "steer sent"; input.value = ""; } catch (err) { note.textContent = err.message; }
+        const text = input.value;
+        // The page is drawn again as events come: the note and the input
+        // are found afresh when the answer is in.
+        try { await api("runs/" + encodeURIComponent(r.id) + "/steer", { method: "POST", body: JSON.stringify({ input: text }) }); liveNote("steer sent"); const i = document.getElementById("steer-input"); if (i && i.value === text) i.value = ""; } catch (err) { liveNote(err.message); }
       }, text: "Steer" }), note));
   }
 
@@ -298,6 +301,13 @@ function renderRun(p, root) {
 }
 
 let refresh = () => {};
+
+// liveNote says what came of a running run's Stop or Steer, in the page
+// drawn now (a live page is drawn again for each event).
+function liveNote(text) {
+  const n = document.getElementById("live-note");
+  if (n) n.textContent = text;
+}
 let liveAbort = null; // ends the run page's live stream when the route changes
 
 async function runPage(id) {
@@ -310,9 +320,11 @@ async function runPage(id) {
     const y = window.scrollY;
     const steer = document.getElementById("steer-input");
     const draft = steer ? steer.value : "", focused = steer !== null && document.activeElement === steer;
+    const note = (document.getElementById("live-note") || {}).textContent || "";
     renderRun(p, root);
     const s2 = document.getElementById("steer-input");
     if (s2) { s2.value = draft; if (focused) s2.focus(); }
+    if (note) liveNote(note);
     window.scrollTo(0, y);
   };
   refresh = async () => {
