@@ -298,7 +298,12 @@ func (c *Client) Resume(ctx context.Context, req *bridge.Request, run *bridge.Ru
 		taskID, _ = c.cfg.IDs.RemoteID(ctx, bridge.IDRun, c.cfg.Name, run.ID)
 	}
 	if taskID == "" {
-		return nil, bridge.Errorf(bridge.CodeUpstream, "upstream %s never named the run's task", c.cfg.Name)
+		// The crash came before the agent named the task: the bridge cannot
+		// follow it, which is no fault of the agent's (CodeUnsupported, as
+		// ADK's and Hermes' clients say it: a Retryable code counted as the
+		// agent failing, and a restart that met a few such runs in a row
+		// opened the breaker on the resumes of all the others).
+		return nil, bridge.Errorf(bridge.CodeUnsupported, "upstream %s never named the run's task", c.cfg.Name)
 	}
 	card, err := c.Card(ctx)
 	if err != nil {

@@ -1,10 +1,14 @@
 package a2a_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/sony/gobreaker"
+
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/outbound"
 	outa2a "github.com/bridge-dev/bridge/outbound/a2a"
 	"github.com/bridge-dev/bridge/storage/memory"
 )
@@ -61,5 +65,30 @@ func TestResumeAfterRestart(t *testing.T) {
 	// A run whose task was never named cannot be resumed.
 	if _, err := outa2a.New(outa2a.Config{URL: a.URL}).Resume(ctxRun(t), nil, &bridge.Run{ID: "run_2"}, nil); err == nil {
 		t.Error("Resume of a run with no task: no error")
+	}
+}
+
+// TestResumeOfUnnamedTaskSparesTheBreaker: a run the crash cut before its
+// agent named the task cannot be resumed, and says so without reaching the
+// agent; that is not the agent failing, so a restart that finds several
+// such runs in a row does not open the agent's breaker (it did: five of
+// them refused the resume of every run after them, which ended all
+// interrupted).
+func TestResumeOfUnnamedTaskSparesTheBreaker(t *testing.T) {
+	a := newCorpusAgent(t, "a2a-v0.3/server/agent-card.json", nil)
+	b := outbound.NewBreaker("agent", outbound.BreakerConfig{Failures: 2}, nil, nil)
+	up := outbound.WrapAdmit(outa2a.New(outa2a.Config{Name: "agent", URL: a.URL, IDs: memory.New(nil)}), b.Admit, b.Middleware())
+	res, ok := bridge.ResumerOf(up)
+	if !ok {
+		t.Fatal("the wrapped A2A client has no Resumer")
+	}
+	for i := range 4 {
+		_, err := res.Resume(ctxRun(t), userReq("hi"), &bridge.Run{ID: "run_" + string(rune('a'+i)), SessionID: "sess_1"}, nil)
+		if err == nil || errors.Is(err, outbound.ErrBreakerOpen) || bridge.AsError(err).Retryable() {
+			t.Fatalf("resume %d of a run with no task: err %v, want a refusal that is not the agent's fault", i, err)
+		}
+	}
+	if s := b.State(); s != gobreaker.StateClosed {
+		t.Errorf("breaker %s after resumes of runs with no task, want closed", s)
 	}
 }
