@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +18,11 @@ import (
 // The short soak: the real bridge serve, 50 streams at once for 3 s with
 // one in 20 failing upstream half-way, and the same with a SIGKILL half-way
 // and a restart. Every check of the full soak applies.
+
+// keepDir, when set (go test ./tools/bridgesoak -args -keep DIR), keeps
+// each soak's work directory as DIR/<test name>, its database and the
+// bridges' logs, to read after a failure (t.TempDir's is removed).
+var keepDir = flag.String("keep", "", "keep each soak's work directory (database, bridge logs) as `DIR`/<test name>")
 
 var (
 	buildOnce sync.Once
@@ -63,6 +69,16 @@ func shortSoak(t *testing.T) options {
 	opt.gtrace = 500 * time.Millisecond
 	opt.bridge = builtBridge(t)
 	opt.dir = t.TempDir()
+	if *keepDir != "" {
+		opt.dir = filepath.Join(*keepDir, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.RemoveAll(opt.dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(opt.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the soak's work directory is kept: %s", opt.dir)
+	}
 	return opt
 }
 
