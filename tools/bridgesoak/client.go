@@ -178,8 +178,13 @@ func (c *soakClient) read(req *http.Request, rec *streamRecord, run string) {
 				rec.cut("SSE line longer than 16 KiB")
 			case req.Context().Err() != nil:
 				rec.cut("timed out")
-			case errors.Is(err, io.EOF) && anth && errSeen:
-				rec.outcome, rec.end = clientFailed, time.Now() // an Anthropic stream ends at its error event
+			case anth && errSeen:
+				// An Anthropic stream ends at its error event: once that came,
+				// the stream has ended failed however the connection closes
+				// after it (a SIGKILL right after the error frame cuts the
+				// chunked body: io.ErrUnexpectedEOF). A resume after the error
+				// frame's id rightly gets nothing more.
+				rec.outcome, rec.end = clientFailed, time.Now()
 			case errors.Is(err, io.EOF) && anth:
 				rec.cut("stream ended without message_stop")
 			case errors.Is(err, io.EOF) && a2a:
