@@ -127,6 +127,29 @@ func (p *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// doLive is do for an action on an element of a live run's page, which
+// is drawn again for each event: when the node found was replaced before
+// the action reached it ("Could not find node with given id": chromedp
+// finds, then focuses or scrolls to, the node, so nothing was typed or
+// clicked yet), the steps run again on the new one. A user's steer draft
+// and focus are carried over a redraw by the page itself.
+func (p *page) doLive(what string, steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	defer cancel()
+	var err error
+	for range 100 {
+		err = chromedp.Do(ctx, steps...)
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "node with given id") {
+			break
+		}
+	}
+	if err != nil {
+		html, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.getElementById("main").innerText`))
+		p.t.Fatalf("%s: %v\npage text:\n%s", what, err, html)
+	}
+}
+
 // until waits (15 s at most) for a JavaScript predicate.
 func (p *page) until(what, expr string) {
 	p.t.Helper()
@@ -330,8 +353,10 @@ func TestInspectorBrowser(t *testing.T) {
 		p.until("the client wire grows, frame by frame", fmt.Sprintf(`(document.querySelector("#wire-client pre").innerText.match(/data: \{/g) || []).length > %d`, frames))
 		p.until("no polling", fmt.Sprintf(`performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/ui/api/runs/" + %s)).length === 1`, js(live)))
 		// Steer: what is typed joins the running run as a user message.
-		p.do("type a steer", chromedp.SendKeys(chromedp.CSS("#steer-input"), "mind the gap, please"))
-		p.do("steer", chromedp.Click(chromedp.CSS("#steer-send")))
+		p.doLive("type a steer", chromedp.Evaluate[chromedp.Void](`document.querySelector("#steer-input").value = ""`),
+			chromedp.SendKeys(chromedp.CSS("#steer-input"), "mind the gap, please"))
+		p.until("the steer typed", `document.querySelector("#steer-input").value === "mind the gap, please"`)
+		p.doLive("steer", chromedp.Click(chromedp.CSS("#steer-send")))
 		// The page is drawn again for each event: what came of the steer
 		// stays said.
 		p.until("the steer sent", `document.querySelector("#live-note").innerText === "steer sent"`)
@@ -339,7 +364,7 @@ func TestInspectorBrowser(t *testing.T) {
 		if note := p.text("#live-note"); note != "steer sent" {
 			t.Errorf("the note after more events: %q, want it to still say the steer was sent", note)
 		}
-		p.do("stop", chromedp.Click(chromedp.CSS("#stop")))
+		p.doLive("stop", chromedp.Click(chromedp.CSS("#stop")))
 		p.until("cancelled", `document.querySelector('#run-status [data-status="cancelled"]') !== null`)
 		r, err := store.Run(t.Context(), live)
 		if err != nil || r.Status != bridge.StatusCancelled {
