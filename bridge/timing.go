@@ -87,37 +87,28 @@ func (e *Engine) timing(ctx context.Context, run string) *timing {
 }
 
 func (t *timing) commitAt(now time.Time) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	if !t.firstCommit.IsZero() {
-		t.mu.Unlock()
-		return
-	}
-	t.firstCommit = now.UTC()
-	late := t.sealed
-	t.mu.Unlock()
-	if late {
+	if t != nil && t.mark(&t.firstCommit, now) {
 		t.late(RunTiming{RunID: t.run, FirstCommit: now.UTC()})
 	}
 }
 
 func (t *timing) byteAt(now time.Time) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	if !t.firstByte.IsZero() {
-		t.mu.Unlock()
-		return
-	}
-	t.firstByte = now.UTC()
-	late := t.sealed
-	t.mu.Unlock()
-	if late {
+	if t != nil && t.mark(&t.firstByte, now) {
 		t.late(RunTiming{RunID: t.run, FirstClientByte: now.UTC()})
 	}
+}
+
+// mark sets the timing at points to now unless it is set already, and
+// reports whether it set it after the run's row was sealed (then it goes
+// by late).
+func (t *timing) mark(at *time.Time, now time.Time) (late bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !at.IsZero() {
+		return false
+	}
+	*at = now.UTC()
+	return t.sealed
 }
 
 // seal fills in r (the row that ends the run) the timings it lacks; later
