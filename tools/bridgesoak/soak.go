@@ -536,8 +536,13 @@ func (r *result) crashed(ctx context.Context, opt options, bin, addr string, arg
 		r.fail("%d runs still running after the restart", left)
 	}
 
-	// Resume every stream the kill cut, from the last id its client saw.
-	cl := newSoakClient([]string{"http://" + addr}, 64, opt.dialects)
+	r.resumeCut(ctx, opt, []string{"http://" + addr}, load, killTime)
+}
+
+// resumeCut resumes every stream the kill cut, from the last id its
+// client saw, on the bridges at bases, 64 at a time.
+func (r *result) resumeCut(ctx context.Context, opt options, bases []string, load []*streamRecord, killTime time.Time) {
+	cl := newSoakClient(bases, 64, opt.dialects)
 	defer cl.closeIdle()
 	var (
 		wg  sync.WaitGroup
@@ -577,29 +582,7 @@ func (r *result) crashedReplica(ctx context.Context, opt options, survivors []*b
 	for _, p := range survivors {
 		bases = append(bases, "http://"+p.addr)
 	}
-	cl := newSoakClient(bases, 64, opt.dialects)
-	defer cl.closeIdle()
-	var (
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, 64)
-	)
-	for _, rec := range load {
-		if rec.outcome != clientCut || rec.runID == "" || rec.end.Before(killTime) {
-			continue
-		}
-		r.resumed++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			sctx, cancel := context.WithTimeout(ctx, opt.streamTimeout)
-			defer cancel()
-			rec.outcome = ""
-			cl.resume(sctx, rec)
-			rec.resumed = true
-		}()
-	}
-	wg.Wait()
+	r.resumeCut(ctx, opt, bases, load, killTime)
 	// Every run ends: the resumed ones have; the others the survivors
 	// took over within the lease (or resumed upstream, and they end there).
 	deadline := time.Now().Add(5*opt.lease + 30*time.Second)
