@@ -304,13 +304,13 @@ func (s *Store) number(ctx, sctx context.Context, tx *sql.Tx, created []*bridge.
 // next commit of a session reads its last number again.
 
 // lastSSeqSQL is the last number of the session (?1 principal, ?2 id):
-// a seek of session_seqs, of runs_by_session and of events_by_sseq for
-// each of its runs. (Written as max(a, b) of two scalar subqueries it
+// a seek of session_seqs, of runs_by_session and of each of its runs'
+// last events row (a run's rows have their sseq in seq order). (Written as max(a, b) of two scalar subqueries it
 // took SQLite ten times as long.)
 const lastSSeqSQL = `SELECT coalesce(max(n), 0) FROM (
 	SELECT last_seq AS n FROM session_seqs WHERE principal = ?1 AND session_id = ?2
 	UNION ALL
-	SELECT (SELECT sseq FROM events WHERE run_id = r.id ORDER BY sseq DESC LIMIT 1)
+	SELECT (SELECT sseq FROM events WHERE run_id = r.id ORDER BY seq DESC LIMIT 1)
 		FROM runs r WHERE r.session_id = ?2 AND r.principal = ?1)`
 
 // nextSessionSeq takes the next number of session k for the commit in
@@ -610,10 +610,10 @@ func scanEvents(rows *sql.Rows, evs []bridge.Event, after func(run string, sseq 
 // SessionEvents returns the events of principal's runs of session after
 // the position after, in commit order (SessionSeq, then seq), up to limit
 // (<= 0: all). Each run's events after the position are read in the
-// order of events_by_sseq (run_id, sseq, and the key's seq), only as far
-// as the page needs, and the runs' are merged: a page costs a seek per
-// run of the session and at most limit events per run, however far
-// behind the position is. (One query ordering the join of the session's
+// order of its key (run_id, seq: sseq is in order there too), from the
+// row firstRowAfter finds, only as far as the page needs, and the runs'
+// are merged: a page costs a few seeks per run of the session and at most
+// limit events per run, however far behind the position is. (One query ordering the join of the session's
 // runs and events sorted every event after the position for each page:
 // a channel reading a long run from its start took time quadratic in the
 // run's length.)
@@ -623,9 +623,11 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 		if session == "" {
 			return nil
 		}
+		// The runs whose last row (the highest sseq of the run's) is at
+		// the position or after it.
 		rows, err := tx.QueryContext(ctx, `SELECT r.id FROM runs r
 			WHERE r.session_id = ?1 AND r.principal = ?2
-				AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.id AND e.sseq >= ?3)`, session, principal, after.SessionSeq)
+				AND (SELECT e.sseq FROM events e WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1) >= ?3`, session, principal, after.SessionSeq)
 		if err != nil {
 			return err
 		}
@@ -651,12 +653,15 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 			return 0
 		}
 		for _, run := range runs {
-			// From the row that may hold the event after the position: a
-			// pack row of the position's commit begins at most maxPack-1
-			// events before it.
+			first, ok, err := firstRowAfter(ctx, tx, run, after)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
 			rows, err := tx.QueryContext(ctx, `SELECT run_id, seq, last, time, sseq, payload FROM events
-				WHERE run_id = ?1 AND (sseq, seq) > (?2, ?3)
-				ORDER BY sseq, seq`, run, after.SessionSeq, after.Seq-maxPack)
+				WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq`, run, first)
 			if err != nil {
 				return err
 			}
@@ -683,6 +688,52 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 		return nil, fmt.Errorf("session events session=%s after=%d/%d: %w", session, after.SessionSeq, after.Seq, err)
 	}
 	return evs, nil
+}
+
+// firstRowAfter is the seq of run's first events row that holds an event
+// after the session position after ((sseq, seq) > (after.SessionSeq,
+// after.Seq)), and false when no row does. A run's rows in seq order have
+// their sseq in order too (each commit takes a higher number), so the
+// rows that hold such an event are the last ones of the run: a binary
+// search over seq finds the first of them, each probe one seek of the
+// events key (a run of a million events: about 20). An index of sseq
+// would find it in one, but cost every commit an entry a row.
+func firstRowAfter(ctx context.Context, tx *sql.Tx, run string, after bridge.SessionPos) (int64, bool, error) {
+	// probe reads the row query gives and says whether it holds an event
+	// after the position.
+	probe := func(query string, args ...any) (seq int64, holds, ok bool, err error) {
+		var last, sseq int64
+		err = tx.QueryRowContext(ctx, query, args...).Scan(&seq, &last, &sseq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, false, false, nil
+		}
+		if err != nil {
+			return 0, false, false, fmt.Errorf("seek run=%s: %w", run, err)
+		}
+		return seq, sseq > after.SessionSeq || sseq == after.SessionSeq && max(seq, last) > after.Seq, true, nil
+	}
+	ans, holds, ok, err := probe(`SELECT seq, last, sseq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1`, run)
+	if err != nil || !ok || !holds {
+		return 0, false, err
+	}
+	// The row at ans holds one; no row before lo does.
+	lo, hi := int64(0), ans-1
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		// The first row from mid on: there is one, at ans at the latest.
+		seq, holds, ok, err := probe(`SELECT seq, last, sseq FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1`, run, mid)
+		switch {
+		case err != nil:
+			return 0, false, err
+		case !ok:
+			return 0, false, fmt.Errorf("seek run=%s: no row from seq %d on, below %d", run, mid, ans)
+		case holds:
+			ans, hi = seq, mid-1
+		default:
+			lo = seq + 1
+		}
+	}
+	return ans, true, nil
 }
 
 // SessionSeq is the number of the session's last commit.

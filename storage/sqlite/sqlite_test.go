@@ -127,7 +127,7 @@ func TestMigrationsReopen(t *testing.T) {
 	want := []applied{{1, "0001_init.sql"}, {2, "0002_run_render.sql"}, {3, "0003_event_packs.sql"}, {4, "0004_client_id_partial.sql"},
 		{5, "0005_fewer_pages.sql"}, {6, "0006_pack_deltas.sql"}, {7, "0007_superseded.sql"}, {8, "0008_runs_by_created.sql"},
 		{9, "0009_responses.sql"}, {10, "0010_recordings.sql"}, {11, "0011_sessions_by_principal.sql"}, {12, "0012_run_timings.sql"}, {13, "0013_session_seq.sql"},
-		{14, "0014_idempotency_keys.sql"}}
+		{14, "0014_idempotency_keys.sql"}, {15, "0015_no_events_by_sseq.sql"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", d)
 	}
@@ -678,15 +678,17 @@ func TestMigrationSessionSeq(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := rawDB(t, path)
-	for _, q := range []string{`DROP INDEX events_by_sseq`, `ALTER TABLE events DROP COLUMN sseq`, `DROP TABLE session_seqs`,
-		`DELETE FROM schema_migrations WHERE version = 13`} {
+	// (0015 dropped 0013's index; applied again, 0013 makes it and 0015
+	// drops it again.)
+	for _, q := range []string{`ALTER TABLE events DROP COLUMN sseq`, `DROP TABLE session_seqs`,
+		`DELETE FROM schema_migrations WHERE version IN (13, 15)`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	raw.Close()
 
-	s = MustOpen(t, path, sqlite.Options{}) // applies 0013
+	s = MustOpen(t, path, sqlite.Options{}) // applies 0013 and 0015
 	if err := s.Commit(ctx, &bridge.Batch{Events: bridgetest.TextDeltas("run_a", 5, 1)}); err != nil {
 		t.Fatal(err)
 	}
