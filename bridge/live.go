@@ -199,10 +199,18 @@ func (lr *liveRun) add(ev *Event) {
 	n := len(lr.blocks)
 	started := n == 0 || len(lr.blocks[n-1]) >= lr.block
 	if started {
-		// A block starts small and grows to its size, so a short run
-		// holds little; a follower reading the old array of a block that
-		// grew reads events that do not change.
-		lr.blocks = append(lr.blocks, make([]Event, 0, min(lr.block, 16)))
+		// The first block starts small and grows to its size, so a short
+		// run holds little; a follower reading the old array of a block
+		// that grew reads events that do not change. It starts at 64
+		// events, as the window did at 2ea3324: from 16, a stream of 100
+		// deltas (bridgeload's) allocated room for 240 events on the way
+		// and copied 112, from 64 for 192 and copied 64. A run that
+		// filled a block is long: the next ones start whole.
+		c := lr.block
+		if n == 0 {
+			c = min(lr.block, 64)
+		}
+		lr.blocks = append(lr.blocks, make([]Event, 0, c))
 		n++
 	}
 	lr.blocks[n-1] = append(lr.blocks[n-1], *ev)
