@@ -891,3 +891,78 @@ func TestSessionSeqCounted(t *testing.T) {
 	commit(a, "run_3", 1, 6)
 	commit(a, "run_3", 2, 7)
 }
+
+// TestSessionEventsLongRuns: SessionEvents finds a run's first row after
+// a position by a binary search of the run's rows (no index of sseq), so
+// it is checked on runs of many rows, packs and single events, two runs
+// of one session taking turns: from every position, the rest of the
+// session's events, once each and in commit order.
+func TestSessionEventsLongRuns(t *testing.T) {
+	ctx := t.Context()
+	s := MustOpen(t, filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err := s.CreateSession(ctx, &bridge.Session{ID: "sess_1", Principal: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"run_a", "run_b"} {
+		if err := s.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "sess_1", Principal: "alice", Status: bridge.StatusRunning, Created: bridgetest.T0}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 150 commits: run_a's each time (1 to 4 deltas, a pack from 2 on),
+	// run_b's every third time (a delta, or a delta and a usage event,
+	// which does not pack).
+	next := map[string]int64{"run_a": 1, "run_b": 1}
+	one := int64(1)
+	var (
+		want []string
+		n    int64 // the session's last number: one a run a commit
+	)
+	for i := range 150 {
+		var b []bridge.Event
+		add := func(evs ...bridge.Event) {
+			if len(b) == 0 || b[len(b)-1].RunID != evs[0].RunID {
+				n++
+			}
+			for _, e := range evs {
+				want = append(want, fmt.Sprintf("%s:%d@%d", e.RunID, e.Seq, n))
+				next[e.RunID]++
+			}
+			b = append(b, evs...)
+		}
+		if i%3 == 0 {
+			add(bridgetest.TextDeltas("run_b", next["run_b"], 1)...)
+			if i%2 == 0 {
+				add(bridge.Event{RunID: "run_b", Seq: next["run_b"], Time: bridgetest.T0, Kind: bridge.KindUsage, Source: bridge.SourceModel, Usage: &bridge.Usage{InputTokens: &one}})
+			}
+		}
+		add(bridgetest.TextDeltas("run_a", next["run_a"], 1+i%4)...)
+		if err := s.Commit(ctx, &bridge.Batch{Events: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Within a commit, SessionEvents gives the batch's runs in the order
+	// their first events came (run_b's first here): the same as want.
+	order := func(evs []bridge.Event) []string {
+		var o []string
+		for _, e := range evs {
+			o = append(o, fmt.Sprintf("%s:%d@%d", e.RunID, e.Seq, e.SessionSeq))
+		}
+		return o
+	}
+	all, err := s.SessionEvents(ctx, "alice", "sess_1", bridge.SessionPos{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, order(all)); d != "" {
+		t.Fatalf("SessionEvents from the start (-want +got):\n%s", d)
+	}
+	for i := range all {
+		evs, err := s.SessionEvents(ctx, "alice", "sess_1", all[i].Pos(), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(order(all[i+1:min(i+8, len(all))]), order(evs)); d != "" {
+			t.Fatalf("SessionEvents after %s, a page of 7 (-want +got):\n%s", all[i].ID(), d)
+		}
+	}
+}
