@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -15,11 +16,17 @@ import (
 
 // TestLeases: a run is leased to the process that created it; another
 // process takes it only once the lease has ended unrenewed, one process
-// takes it once, and the first then learns it lost it.
+// takes it once, and the first then learns it lost it. Its waits are
+// bounded and leave the load room: a renews r1 (a 1 s lease) every 100
+// ms from a goroutine of its own, and the test goes on until r1 has lived
+// well past its lease, so only the renewals can have kept it; r2's
+// creator (a 300 ms lease) never renews it; the takers' leases are long,
+// so whichever took r2 keeps it without renewing. (With one 300 ms lease
+// for all and the renewals in the test's loop, a loop turn slowed past
+// the lease by a loaded machine let r1 be taken.)
 func TestLeases(t *testing.T) {
 	url := pgtest.Schema(t)
-	const lease = 300 * time.Millisecond
-	open := func() *postgres.Store {
+	open := func(lease time.Duration) *postgres.Store {
 		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: lease})
 		if err != nil {
 			t.Fatal(err)
@@ -27,22 +34,40 @@ func TestLeases(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	a, b, c := open(), open(), open()
+	const aLease = time.Second
+	a, d, b, c := open(aLease), open(300*time.Millisecond), open(time.Minute), open(time.Minute)
 	ctx := t.Context()
 	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"r1", "r2"} {
-		if err := a.CreateRun(ctx, &bridge.Run{ID: id, SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
-			t.Fatal(err)
-		}
+	if err := a.CreateRun(ctx, &bridge.Run{ID: "r1", SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * lease)
-	var took []string
-	for time.Now().Before(deadline) { // a keeps r1 renewed, not r2; b and c look
-		if lost, err := a.RenewLeases(ctx, []string{"r1"}); err != nil || len(lost) > 0 {
-			t.Fatalf("renew: lost %v, %v", lost, err)
+	if err := d.CreateRun(ctx, &bridge.Run{ID: "r2", SessionID: "s", Status: bridge.StatusRunning}, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	renewed := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() { // a keeps r1
+		tick := time.NewTicker(aLease / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				renewed <- nil
+				return
+			case <-tick.C:
+			}
+			if lost, err := a.RenewLeases(ctx, []string{"r1"}); err != nil || len(lost) > 0 {
+				renewed <- fmt.Errorf("renew r1: lost %v, %v", lost, err)
+				return
+			}
 		}
+	}()
+	var took []string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && (len(took) == 0 || time.Since(start) < 3*aLease) {
 		for _, s := range []*postgres.Store{b, c} {
 			runs, err := s.TakeExpired(ctx)
 			if err != nil {
@@ -52,15 +77,17 @@ func TestLeases(t *testing.T) {
 				took = append(took, r.ID)
 			}
 		}
-		for _, s := range []*postgres.Store{b, c} { // whichever took r2 keeps it
-			if _, err := s.RenewLeases(ctx, []string{"r2"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(lease / 5)
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-renewed; err != nil {
+		t.Fatal(err)
 	}
 	if !slices.Equal(took, []string{"r2"}) {
-		t.Fatalf("taken over: %v, want r2 once", took)
+		t.Fatalf("taken over in %v: %v, want r2 once", time.Since(start).Round(time.Millisecond), took)
+	}
+	if lost, err := d.RenewLeases(ctx, []string{"r2"}); err != nil || !slices.Equal(lost, []string{"r2"}) {
+		t.Fatalf("r2's creator renews it: lost %v (want r2), %v", lost, err)
 	}
 	if lost, err := a.RenewLeases(ctx, []string{"r1", "r2"}); err != nil || !slices.Equal(lost, []string{"r2"}) {
 		t.Fatalf("a renews r1, r2: lost %v (want r2), %v", lost, err)
