@@ -93,6 +93,13 @@ type Config struct {
 	// memory of a run however long it streams.
 	LiveEvents int
 
+	// ResumeRetry bounds how long a run a restart (or a dead replica) left
+	// running is tried again upstream while the upstream cannot answer for
+	// now (unreachable, a 5xx or 429, its breaker open), before the run
+	// ends interrupted: 0 is DefaultResumeRetry, a negative value tries
+	// once.
+	ResumeRetry time.Duration
+
 	// RunTimeout bounds a whole run; one that takes longer fails with
 	// CodeTimeout. 0 means no bound.
 	RunTimeout time.Duration
@@ -115,13 +122,14 @@ type Engine struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	maxBatch   int
-	liveEvents int
-	queue      chan *pending
-	runTimeout time.Duration
-	maxRuns    int
-	maxMsgs    int
-	maxTools   int
+	maxBatch    int
+	liveEvents  int
+	queue       chan *pending
+	runTimeout  time.Duration
+	resumeRetry time.Duration // Config.ResumeRetry, the default made explicit
+	maxRuns     int
+	maxMsgs     int
+	maxTools    int
 
 	// counts: the runs each principal has going on the other processes
 	// sharing the store (runningElsewhere).
@@ -156,24 +164,28 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("bridge: Config.Store and Config.Route are required")
 	}
 	e := &Engine{
-		store:      cfg.Store,
-		route:      cfg.Route,
-		tracer:     cfg.Tracer,
-		log:        cfg.Logger,
-		now:        cfg.Now,
-		maxBatch:   cfg.MaxBatch,
-		liveEvents: cmp.Or(cfg.LiveEvents, DefaultLiveEvents),
-		runTimeout: cfg.RunTimeout,
-		maxRuns:    cmp.Or(cfg.MaxRunsPerPrincipal, 64),
-		maxMsgs:    cmp.Or(cfg.MaxMessages, 10_000),
-		maxTools:   cmp.Or(cfg.MaxTools, 512),
-		live:       make(map[string]*liveRun),
-		counts:     make(map[string]*runCount),
-		writerDone: make(chan struct{}),
-		lateWake:   make(chan struct{}, 1),
+		store:       cfg.Store,
+		route:       cfg.Route,
+		tracer:      cfg.Tracer,
+		log:         cfg.Logger,
+		now:         cfg.Now,
+		maxBatch:    cfg.MaxBatch,
+		liveEvents:  cmp.Or(cfg.LiveEvents, DefaultLiveEvents),
+		runTimeout:  cfg.RunTimeout,
+		resumeRetry: cmp.Or(cfg.ResumeRetry, resumeRetry),
+		maxRuns:     cmp.Or(cfg.MaxRunsPerPrincipal, 64),
+		maxMsgs:     cmp.Or(cfg.MaxMessages, 10_000),
+		maxTools:    cmp.Or(cfg.MaxTools, 512),
+		live:        make(map[string]*liveRun),
+		counts:      make(map[string]*runCount),
+		writerDone:  make(chan struct{}),
+		lateWake:    make(chan struct{}, 1),
 	}
 	if e.tracer == nil {
 		e.tracer = noop.NewTracerProvider().Tracer("bridge")
+	}
+	if e.resumeRetry < 0 {
+		e.resumeRetry = 0
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -166,7 +168,7 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	snapshot := r
 	rt := &runTrace{span: span, start: e.now().UTC()}
 	first := func() (*Final, *Message) {
-		call, err := res.Resume(runCtx, req, &snapshot, prev)
+		call, err := e.resumeCall(runCtx, res, req, &snapshot, prev)
 		prev = nil // the window has the newest; the rest is the store's
 		if err != nil {
 			if runCtx.Err() == nil {
@@ -186,6 +188,51 @@ func (e *Engine) Resume(ctx context.Context, run *Run) error {
 	e.log.Info("resuming run upstream", "run", r.ID, "upstream", up.Name(), "after_seq", lastSeq(prev, r.LastSeq))
 	e.launch(runCtx, span, lr, up, req, rt, first)
 	return nil
+}
+
+// A resume the upstream could not answer for now (unreachable, a 5xx, a
+// 429, its circuit breaker open: bridge.Error.Retryable) is tried again,
+// after its RetryAfter or a backoff from resumeBackoff doubling to
+// resumeBackoffMax, until Config.ResumeRetry has passed since the first
+// try. A bridge and the agent behind it often restart together: the
+// agent's first seconds refuse, and a burst of resumes opens its breaker,
+// which then refuses the rest at once; ending those runs interrupted at
+// the first refusal lost runs the agent still had. A refusal that says
+// the upstream cannot resume the run (a task not found: not retryable)
+// ends it at once, as does a stop of the run meanwhile.
+var (
+	resumeBackoff    = 250 * time.Millisecond
+	resumeBackoffMax = 10 * time.Second
+	resumeRetry      = DefaultResumeRetry // tests shorten it
+)
+
+// DefaultResumeRetry is Config.ResumeRetry's default.
+const DefaultResumeRetry = 30 * time.Second
+
+// resumeCall is res.Resume, tried again while it fails retryably (above).
+func (e *Engine) resumeCall(ctx context.Context, res Resumer, req *Request, run *Run, prev []Event) (*Call, error) {
+	give := time.Now().Add(e.resumeRetry)
+	backoff := resumeBackoff
+	for try := 1; ; try++ {
+		call, err := res.Resume(ctx, req, run, prev)
+		if err == nil || ctx.Err() != nil {
+			return call, err
+		}
+		be := AsError(err)
+		wait := max(be.RetryAfter, backoff)
+		if !be.Retryable() || time.Now().Add(wait).After(give) {
+			return nil, err
+		}
+		e.log.Warn("resume run upstream: retrying", "run", run.ID, "try", try, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, resumeBackoffMax)
+	}
 }
 
 // lastSeq is the seq of the last of evs, or def when there are none.

@@ -164,3 +164,91 @@ func TestResumeNotResumable(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeRetried: a resume the upstream cannot answer for now (it is
+// unreachable, restarting with the bridge, or its breaker is open) is
+// tried again after a backoff until it answers: the run goes on and
+// completes. One that keeps failing past the retry's bound ends
+// interrupted, saying why; a stop meanwhile ends the wait at once.
+func TestResumeRetried(t *testing.T) {
+	answer := []bridge.Event{
+		{Kind: bridge.KindTextDelta, Text: "ld!", UpstreamID: "u4"},
+		{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}},
+	}
+	t.Run("answers on the third try", func(t *testing.T) {
+		bridge.SetResumeRetry(t, 20*time.Millisecond, time.Minute)
+		up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"}, ResumeEvents: answer, ResumeErrs: []error{
+			bridge.Errorf(bridge.CodeUnavailable, "connection refused"),
+			&bridge.Error{Code: bridge.CodeUnavailable, Message: "upstream agent is failing; its circuit breaker is open", RetryAfter: 30 * time.Millisecond},
+		}}
+		e, store := newEngine(t, up)
+		run := crashed(t, store)
+		if err := e.Resume(t.Context(), run); err != nil {
+			t.Fatal(err)
+		}
+		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := collect(t, events)
+		var text strings.Builder
+		for _, ev := range evs {
+			text.WriteString(ev.Text)
+		}
+		if last := evs[len(evs)-1]; last.Kind != bridge.KindFinal || last.Final.Status != bridge.StatusCompleted || text.String() != "Hello, world!" {
+			t.Fatalf("the run ended %+v with %q; want completed with the whole answer", last.Final, text.String())
+		}
+		if n := len(up.Resumes()); n != 3 {
+			t.Errorf("%d resumes, want 3 (two refused, one answered)", n)
+		}
+	})
+	t.Run("refused past the bound", func(t *testing.T) {
+		bridge.SetResumeRetry(t, 20*time.Millisecond, 200*time.Millisecond)
+		up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"},
+			ResumeErr: bridge.Errorf(bridge.CodeUpstream, "upstream answered 503")}
+		e, store := newEngine(t, up)
+		run := crashed(t, store)
+		if err := e.Resume(t.Context(), run); err != nil {
+			t.Fatal(err)
+		}
+		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := collect(t, events)
+		last := evs[len(evs)-1]
+		if last.Kind != bridge.KindFinal || last.Final.Status != bridge.StatusInterrupted || !strings.Contains(last.Final.Reason, "503") {
+			t.Fatalf("the run ended %+v; want interrupted, saying the upstream answered 503", last.Final)
+		}
+		if n := len(up.Resumes()); n < 2 {
+			t.Errorf("%d resumes, want it tried again within the bound", n)
+		}
+	})
+	t.Run("stopped while it waits", func(t *testing.T) {
+		bridge.SetResumeRetry(t, time.Hour, 2*time.Hour)
+		up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"},
+			ResumeErr: bridge.Errorf(bridge.CodeUnavailable, "connection refused")}
+		e, store := newEngine(t, up)
+		run := crashed(t, store)
+		if err := e.Resume(t.Context(), run); err != nil {
+			t.Fatal(err)
+		}
+		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for wait := time.Now().Add(10 * time.Second); len(up.Resumes()) == 0; { // the first try was refused: it waits an hour
+			if time.Now().After(wait) {
+				t.Fatal("no resume tried in 10 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := e.Abort(t.Context(), run.ID); err != nil {
+			t.Fatal(err)
+		}
+		evs := collect(t, events)
+		if last := evs[len(evs)-1]; last.Kind != bridge.KindFinal || last.Final.Status == bridge.StatusCompleted || last.Final.Status == bridge.StatusRunning {
+			t.Fatalf("the run ended %+v; want it stopped", last.Final)
+		}
+	})
+}

@@ -34,6 +34,10 @@ type Config struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// RunTimeout bounds a whole run (0: none).
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// ResumeRetry bounds how long a run a restart or a dead replica left
+	// running is tried again upstream while the upstream cannot answer for
+	// now (0: bridge.DefaultResumeRetry, 30 s; negative: once).
+	ResumeRetry time.Duration `yaml:"resume_retry"`
 	// MaxRunsPerPrincipal bounds the runs one principal has going at once
 	// (0: 64).
 	MaxRunsPerPrincipal int `yaml:"max_runs_per_principal"`

@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 			Idempotent: func(up bridge.Upstream) bool { d, ok := dialect(up.Dialect()); return ok && d.Idempotent }, OnFallback: tel.OnFallback})
 		log.Info("upstream fallbacks", "upstream", u.Name, "fallbacks", strings.Join(chain, ","))
 	}
-	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout,
+	engine, err := bridge.New(bridge.Config{Store: store, Route: rt.Route, Logger: log, Tracer: tel.Tracer(), RunTimeout: cfg.RunTimeout, ResumeRetry: cfg.ResumeRetry,
 		MaxRunsPerPrincipal: cfg.MaxRunsPerPrincipal, LiveEvents: cfg.LiveEvents})
 	if err != nil {
 		store.Close()

@@ -14,6 +14,9 @@ type Resumable struct {
 	Upstream
 	ResumeEvents []bridge.Event
 	ResumeErr    error
+	// ResumeErrs fail the first calls of Resume, one each, before
+	// ResumeErr or ResumeEvents answer the rest.
+	ResumeErrs []error
 
 	rmu     sync.Mutex
 	resumes []Resumed
@@ -44,7 +47,11 @@ func (u *Resumable) Resume(ctx context.Context, req *bridge.Request, run *bridge
 	}
 	u.rmu.Lock()
 	u.resumes = append(u.resumes, r)
+	n := len(u.resumes)
 	u.rmu.Unlock()
+	if n <= len(u.ResumeErrs) {
+		return nil, u.ResumeErrs[n-1]
+	}
 	if u.ResumeErr != nil {
 		return nil, u.ResumeErr
 	}

@@ -151,8 +151,9 @@ func TestA2ARestartResumesUpstream(t *testing.T) {
 }
 
 // TestA2ARestartResumeRefused: when the agent is gone after the restart,
-// the run cannot be resumed and is closed as interrupted, with a reason
-// that says the resume failed; the events the client saw stay.
+// the run cannot be resumed: tried again for --resume-retry (300 ms here),
+// it is closed as interrupted, with a reason that says the resume failed;
+// the events the client saw stay.
 func TestA2ARestartResumeRefused(t *testing.T) {
 	agent := a2atest.New(func(int, *a2asdk.Message) a2atest.Reply {
 		return a2atest.Reply{Chunks: words("g", 100), Delay: 15 * time.Millisecond}
@@ -172,7 +173,7 @@ func TestA2ARestartResumeRefused(t *testing.T) {
 	resp.Body.Close()
 	agent.Close()
 
-	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL, "--resume-retry", "300ms")
 	ids := map[string]string{}
 	for _, ev := range replaySSE(t, base, runID) {
 		ids[ev.id] = ev.data
@@ -182,7 +183,12 @@ func TestA2ARestartResumeRefused(t *testing.T) {
 			t.Errorf("event %s the client saw replays as %q, want %q", ev.id, d, ev.data)
 		}
 	}
-	if run := getRun(t, base, runID); run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
+	run := getRun(t, base, runID)
+	for deadline := time.Now().Add(10 * time.Second); run.Status == bridge.StatusRunning && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // the resume is tried again in the background
+		run = getRun(t, base, runID)
+	}
+	if run.Status != bridge.StatusInterrupted || !strings.Contains(run.Reason, "could not resume") {
 		t.Errorf("the run is %s (%q), want interrupted saying the resume failed", run.Status, run.Reason)
 	}
 }

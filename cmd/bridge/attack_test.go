@@ -463,7 +463,7 @@ func TestAttackResumeKeepsCredentials(t *testing.T) {
 	leaky.Start()
 	t.Cleanup(leaky.Close)
 
-	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL)
+	_, base = bridgeProcess(t, "--db", db, "--upstream", "a2a="+agent.URL, "--resume-retry", "300ms")
 	run := getRun(t, base, runID)
 	for deadline := time.Now().Add(10 * time.Second); run.Status == bridge.StatusRunning && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond) // the resume fails in the background

@@ -79,6 +79,7 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	echoDelay := fs.Duration("echo-delay", 0, "pause between the echo upstream's words")
 	record := fs.Bool("record-upstream", false, "record every run's upstream calls for the inspector at /ui/ (in memory, capped, keys redacted)")
 	lease := fs.Duration("lease", 0, "with a postgres:// --db: how long a replica's lease on its runs lasts unless renewed; another replica takes over a dead one's runs after it (default 10s)")
+	resumeRetry := fs.Duration("resume-retry", 0, "how long a run a restart or a dead replica left running is tried again upstream while the upstream cannot answer for now, before it ends interrupted (default 30s; negative: once)")
 	var ups upstreamFlags
 	fs.Var(&ups, "upstream", "upstream as DIALECT=URL (openai=http://host/v1) or echo; repeatable")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +115,9 @@ func parseServeFlags(args []string, stderr io.Writer) (server.Config, error) {
 	}
 	if set["lease"] {
 		cfg.Lease = *lease
+	}
+	if set["resume-retry"] {
+		cfg.ResumeRetry = *resumeRetry
 	}
 	if len(ups) > 0 {
 		cfg.Upstreams = nil
