@@ -721,7 +721,9 @@ func TestAttackDatabaseFileMode(t *testing.T) {
 
 // goErrorText is text of Go's own errors that must never reach a client.
 var goErrorText = []string{"EOF", "read tcp", "write tcp", "connection reset", "broken pipe", "json:", "i/o timeout", "runtime error", "goroutine",
-	"looking for beginning", "unexpected end of JSON", "after top-level value", "invalid character", "cannot unmarshal"}
+	"looking for beginning", "unexpected end of JSON", "after top-level value", "invalid character", "cannot unmarshal",
+	"strconv.", "context deadline exceeded", "context canceled", "http: ", "dial tcp", "reflect:", "invalid memory address",
+	"nil pointer", "index out of range"}
 
 // TestAttackNoGoErrorText: an upstream that cuts its stream, or sends
 // an event that is not its dialect's shape, gives the client (and the run

@@ -279,7 +279,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, ru *run, after, 
 				panic(http.ErrAbortHandler) // the connection drops mid-stream
 			}
 		}
-		if done && len(frames) == 0 {
+		if done { // the frames read with done were the last: the stream ends
 			return
 		}
 		select {

@@ -1,0 +1,533 @@
+package main
+
+// TestAttackNoGoErrorText's siblings: every client dialect over every
+// upstream dialect whose answer is cut or garbled, and every client
+// dialect's request body badly typed, cut short or over the limit. The
+// standard they hold: a clear error in the caller's own dialect, never a
+// panic, a hang, a 500, or Go's own error text.
+
+import (
+	"bufio"
+	"bytes"
+
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	a2asdk "github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/bridge-dev/bridge/outbound"
+	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
+	"github.com/bridge-dev/bridge/outbound/adk/adktest"
+	"github.com/bridge-dev/bridge/outbound/anthropic/anthropictest"
+	"github.com/bridge-dev/bridge/outbound/hermes/hermestest"
+	"github.com/bridge-dev/bridge/outbound/openai/openaitest"
+	"github.com/bridge-dev/bridge/outbound/responses/responsestest"
+)
+
+// The faults a faultProxy makes of an answer, named by the word in the
+// request that asks for it: the stream (or JSON body) cut mid-way with no
+// end, a frame (or body) that is not JSON, and one whose values are of the
+// wrong JSON types.
+var upstreamFaults = []string{"cutoff", "notjson", "badtype"}
+
+// faultProxy stands in front of one dialect's test server and spoils the
+// answer to each request whose body holds a fault word (the user's text
+// carries it through the bridge); other requests (an agent card, a
+// session made first) pass through untouched. The test server's answer is
+// read whole, then: an SSE stream is cut after half its frames, or its
+// middle JSON frame replaced; a JSON body is cut after half its bytes
+// (the connection dropped under a Content-Length that promised more),
+// or replaced. Applied counts the answers spoiled, so a case whose fault
+// never reached the bridge fails rather than passes.
+type faultProxy struct {
+	*httptest.Server
+	mu      sync.Mutex
+	applied map[string]int
+}
+
+func newFaultProxy(t *testing.T, target string) *faultProxy {
+	t.Helper()
+	p := &faultProxy{applied: map[string]int{}}
+	client := &http.Client{Timeout: 20 * time.Second}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fault := ""
+		for _, f := range upstreamFaults {
+			if bytes.Contains(body, []byte(f)) {
+				fault = f
+			}
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, "proxy: upstream unreachable", http.StatusBadGateway)
+			return
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// An A2A card names its endpoint: the proxy's, so the calls come here.
+		data = bytes.ReplaceAll(data, []byte(target), []byte(p.URL))
+		for k, vs := range resp.Header {
+			if k != "Content-Length" {
+				w.Header()[k] = vs
+			}
+		}
+		if fault == "" || resp.StatusCode != http.StatusOK {
+			w.WriteHeader(resp.StatusCode)
+			_, _ = w.Write(data)
+			return
+		}
+		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		if sse {
+			frames := splitFrames(data)
+			if len(frames) < 2 { // nothing to cut in the middle of: pass it on
+				w.WriteHeader(resp.StatusCode)
+				_, _ = w.Write(data)
+				return
+			}
+			k := len(frames) / 2
+			switch fault {
+			case "cutoff":
+				frames = frames[:k]
+			case "notjson":
+				frames[middleJSON(frames)] = withData(frames[middleJSON(frames)], `{"garbled":`)
+			case "badtype":
+				i := middleJSON(frames)
+				frames[i] = withData(frames[i], string(mistype([]byte(frameData(frames[i])))))
+			}
+			data = []byte(strings.Join(frames, ""))
+		} else {
+			switch fault {
+			case "notjson":
+				data = data[:len(data)/2]
+			case "badtype":
+				data = mistype(data)
+			}
+		}
+		p.mu.Lock()
+		p.applied[fault]++
+		p.mu.Unlock()
+		if fault == "cutoff" {
+			if !sse {
+				w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+				data = data[:len(data)/2]
+			}
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(data)
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler) // drop the connection: no end, no [DONE]
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *faultProxy) count(fault string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applied[fault]
+}
+
+// splitFrames splits an SSE body into its frames, each with its blank line.
+func splitFrames(data []byte) []string {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	var out []string
+	for s != "" {
+		i := strings.Index(s, "\n\n")
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		if f := s[:i+2]; strings.TrimSpace(f) != "" {
+			out = append(out, f)
+		}
+		s = s[i+2:]
+	}
+	return out
+}
+
+// frameData is the data of an SSE frame (its data: lines joined).
+func frameData(f string) string {
+	var d []string
+	for line := range strings.SplitSeq(strings.TrimRight(f, "\n"), "\n") {
+		if v, ok := strings.CutPrefix(line, "data:"); ok {
+			d = append(d, strings.TrimPrefix(v, " "))
+		}
+	}
+	return strings.Join(d, "\n")
+}
+
+// withData is frame f with its data replaced by d (its other fields kept).
+func withData(f, d string) string {
+	var out []string
+	put := false
+	for line := range strings.SplitSeq(strings.TrimRight(f, "\n"), "\n") {
+		if strings.HasPrefix(line, "data:") {
+			if !put {
+				out = append(out, "data: "+d)
+				put = true
+			}
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n") + "\n\n"
+}
+
+// middleJSON is the index of the frame at or after the middle whose data
+// is a JSON object (the middle frame when none is).
+func middleJSON(frames []string) int {
+	for i := len(frames) / 2; i < len(frames); i++ {
+		if strings.HasPrefix(strings.TrimSpace(frameData(frames[i])), "{") {
+			return i
+		}
+	}
+	return len(frames) / 2
+}
+
+// mistype is a JSON document with each value of the wrong JSON type: a
+// string becomes a number, a number or a bool a string. The keys that
+// say what an object is (type, kind, jsonrpc, id, object, role, event)
+// keep their values, so that the decoder reaches the bad fields.
+func mistype(doc []byte) []byte {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return []byte(`{"garbled":7}`)
+	}
+	var walk func(v any, key string) any
+	walk = func(v any, key string) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e, k)
+			}
+			return x
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i], "")
+			}
+			return x
+		case string:
+			if slices.Contains([]string{"type", "kind", "jsonrpc", "id", "object", "role", "event"}, key) {
+				return x
+			}
+			return 7
+		case float64, bool:
+			if key == "id" {
+				return x
+			}
+			return "seven"
+		}
+		return v
+	}
+	b, _ := json.Marshal(walk(v, ""))
+	return b
+}
+
+// goErrorIn reports the Go error text s holds.
+func goErrorIn(s string) []string {
+	var out []string
+	for _, g := range goErrorText {
+		if strings.Contains(s, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// readBounded reads a response body to its end, or for at most d (a
+// stream that does not end is a hang, which the caller reports).
+func readBounded(resp *http.Response, d time.Duration) (string, bool) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		return string(r.b), true
+	case <-time.After(d):
+		resp.Body.Close()
+		r := <-done
+		return string(r.b), false
+	}
+}
+
+// goErrClient is the test's HTTP client: no overall timeout (readBounded
+// bounds each body), a bounded dial and header wait.
+var goErrClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 15 * time.Second, DisableKeepAlives: false}}
+
+// goErrDo sends body to url and reads the answer within 15 s.
+func goErrDo(t *testing.T, method, url, body string) (*http.Response, string, bool) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := goErrClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	got, ended := readBounded(resp, 15*time.Second)
+	return resp, got, ended
+}
+
+// faultUpstreams start each upstream dialect's test server, behind a
+// faultProxy, answering a few words of text; the bridge's upstream is
+// the proxy.
+func faultUpstreams(t *testing.T) map[string]*faultProxy {
+	t.Helper()
+	oa := openaitest.New(func(int, []byte) openaitest.Reply {
+		c := &openaitest.Chunks{ID: "c", Model: "m"}
+		return openaitest.Reply{Chunks: c.Role().Text("half", " of it", " and the rest").Finish("stop").List()}
+	})
+	t.Cleanup(oa.Close)
+	an := anthropictest.New(func(int, []byte) anthropictest.Reply {
+		ev := &anthropictest.Events{ID: "msg_up", Model: "claude-x"}
+		return anthropictest.Reply{Events: ev.Start(5, 0, 0).Text("half", " of it", " and the rest").Delta("end_turn", 4).Stop().List()}
+	})
+	t.Cleanup(an.Close)
+	rs := responsestest.New(func(int, []byte) responsestest.Reply {
+		ev := &responsestest.Events{ID: "resp_up", Model: "m"}
+		return responsestest.Reply{Events: ev.Created().Text("half", " of it", " and the rest").Completed(5, 4).List()}
+	})
+	t.Cleanup(rs.Close)
+	aa := a2atest.New(func(int, *a2asdk.Message) a2atest.Reply {
+		return a2atest.Reply{Chunks: []string{"half", " of it", " and the rest"}}
+	})
+	t.Cleanup(aa.Close)
+	// An agent whose card says no streaming: message/send, one JSON body.
+	as := a2atest.NewProfile(a2atest.Artifacts, false, func(int, *a2asdk.Message) a2atest.Reply {
+		return a2atest.Reply{Chunks: []string{"half", " of it", " and the rest"}}
+	})
+	t.Cleanup(as.Close)
+	ad := adktest.New()
+	t.Cleanup(ad.Close)
+	he := hermestest.New()
+	t.Cleanup(he.Close)
+	return map[string]*faultProxy{
+		"openai":    newFaultProxy(t, oa.URL),
+		"anthropic": newFaultProxy(t, an.URL),
+		"responses": newFaultProxy(t, rs.URL),
+		"a2a":       newFaultProxy(t, aa.URL),
+		"a2a-send":  newFaultProxy(t, as.URL),
+		"adk":       newFaultProxy(t, ad.URL),
+		"hermes":    newFaultProxy(t, he.URL),
+	}
+}
+
+// TestAttackNoGoErrorTextAcross: each client dialect (Chat Completions,
+// Messages, Responses, A2A message/send and message/stream, ADK /run and
+// /run_sse in a session made first, Hermes' session chat, its chat stream
+// and /v1/runs with its events) over each upstream dialect's test server
+// whose answer is cut mid-way or garbled (not JSON, or values of the
+// wrong types), streamed and not. The client's answer, the run the run
+// API shows and the run's events hold no Go error text; the answer is
+// never a 500 and never hangs.
+func TestAttackNoGoErrorTextAcross(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	proxies := faultUpstreams(t)
+	upstreams := []string{"openai", "anthropic", "responses", "a2a", "a2a-send", "adk", "hermes"}
+	for _, up := range upstreams {
+		t.Run(up, func(t *testing.T) { goErrUpstream(t, count, up, proxies[up]) })
+	}
+}
+
+// goErrUpstream runs every client dialect's turns, with each fault, over
+// one upstream dialect's faultProxy.
+func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy) {
+	n := 0
+	{
+		cfg := defaultConfig()
+		url := p.URL
+		if up == "openai" || up == "responses" {
+			url += "/v1"
+		}
+		cfg.Upstreams = []Upstream{{Dialect: strings.TrimSuffix(up, "-send"), URL: url, Model: "scripted", Retry: outbound.RetryConfig{Disabled: true},
+			Breaker: outbound.BreakerConfig{Failures: 1000}}}
+		base := "http://" + startMain(t, cfg).Addr()
+
+		for _, fault := range upstreamFaults {
+			for _, client := range []string{"chat", "messages", "responses", "a2a", "adk", "hermes-chat", "hermes-runs"} {
+				for _, stream := range []bool{false, true} {
+					if client == "hermes-runs" && !stream {
+						continue // a run is always read as its event stream
+					}
+					n++
+					count.add(up + "/" + fault)
+					what := fmt.Sprintf("%s client over %s upstream, %s, stream=%t", client, up, fault, stream)
+					text := fmt.Sprintf("please %s %d", fault, n)
+					before := p.count(fault)
+					got, runID, status := goErrCall(t, base, client, text, stream, n)
+					if status == http.StatusInternalServerError {
+						t.Errorf("%s: 500: %.300s", what, got)
+					}
+					if g := goErrorIn(got); len(g) > 0 {
+						t.Errorf("%s: Go's error text %q reached the client: %.400s", what, g, got)
+					}
+					if p.count(fault) == before {
+						t.Errorf("%s: the fault never reached the bridge (the case proves nothing): %.300s", what, got)
+					}
+					if runID == "" {
+						t.Errorf("%s: no run id to read: %.300s", what, got)
+						continue
+					}
+					for _, path := range []string{"/v1/runs/" + runID, "/v1/runs/" + runID + "/events"} {
+						count.add("run-api-read")
+						_, view, ended := goErrDo(t, "GET", base+path, "")
+						if !ended {
+							t.Errorf("%s: GET %s did not end", what, path)
+						}
+						if g := goErrorIn(view); len(g) > 0 {
+							t.Errorf("%s: Go's error text %q is in GET %s: %.400s", what, g, path, view)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// goErrCall makes one turn as a client of the dialect does, and returns
+// everything the client was sent and the run's id.
+func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got, runID string, status int) {
+	t.Helper()
+	var (
+		resp  *http.Response
+		ended bool
+	)
+	switch client {
+	case "chat", "messages":
+		path := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages"}[client]
+		resp, got, ended = goErrDo(t, "POST", base+path,
+			fmt.Sprintf(`{"model":"scripted","stream":%t,"max_tokens":50,"messages":[{"role":"user","content":%q}]}`, stream, text))
+		runID = resp.Header.Get("X-Run-Id")
+	case "responses":
+		resp, got, ended = goErrDo(t, "POST", base+"/v1/responses", fmt.Sprintf(`{"model":"scripted","stream":%t,"input":%q}`, stream, text))
+		runID = resp.Header.Get("X-Run-Id")
+	case "a2a":
+		method := "message/send"
+		if stream {
+			method = "message/stream"
+		}
+		resp, got, ended = goErrDo(t, "POST", base+"/a2a", fmt.Sprintf(
+			`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"message":{"messageId":"m-%d","role":"user","kind":"message","parts":[{"kind":"text","text":%q}]}}}`,
+			n, method, n, text))
+		runID = resp.Header.Get("X-Run-Id")
+		if runID == "" {
+			runID = a2aTaskID(got)
+		}
+	case "adk":
+		session := fmt.Sprintf("goerr-%d", n)
+		if st, b := do(t, "POST", base+"/apps/scripted/users/u/sessions", "", `{"sessionId":"`+session+`"}`); st != 200 {
+			t.Fatalf("ADK session: %d %s", st, b)
+		}
+		path := "/run"
+		if stream {
+			path = "/run_sse"
+		}
+		resp, got, ended = goErrDo(t, "POST", base+path, runBody("scripted", "u", session, text, stream))
+		runID = resp.Header.Get("X-Run-Id")
+	case "hermes-chat":
+		session := fmt.Sprintf("goerr-%d", n)
+		if st, b := do(t, "POST", base+"/api/sessions", "", `{"id":"`+session+`"}`); st != 201 {
+			t.Fatalf("Hermes session: %d %s", st, b)
+		}
+		path := "/api/sessions/" + session + "/chat"
+		if stream {
+			path += "/stream"
+		}
+		resp, got, ended = goErrDo(t, "POST", base+path, fmt.Sprintf(`{"message":%q}`, text))
+		runID = resp.Header.Get("X-Run-Id")
+		if runID == "" {
+			runID = hermesRunID(got)
+		}
+	case "hermes-runs":
+		var created string
+		resp, created, _ = goErrDo(t, "POST", base+"/v1/runs", fmt.Sprintf(`{"input":%q}`, text))
+		var c struct {
+			RunID string `json:"run_id"`
+		}
+		_ = json.Unmarshal([]byte(created), &c)
+		runID = c.RunID
+		if resp.StatusCode != http.StatusAccepted || runID == "" {
+			return created, "", resp.StatusCode
+		}
+		var events *http.Response
+		events, got, ended = goErrDo(t, "GET", base+"/v1/runs/"+runID+"/events", "")
+		got = created + "\n" + got
+		_, view, _ := goErrDo(t, "GET", base+"/v1/runs/"+runID, "") // Hermes' own view of the run
+		got += "\n" + view
+		resp.StatusCode = max(resp.StatusCode, events.StatusCode)
+	}
+	if !ended {
+		t.Errorf("%s over a faulty upstream: the answer did not end within 15 s: %.300s", client, got)
+	}
+	return got, runID, resp.StatusCode
+}
+
+// a2aTaskID is the task id in an A2A answer (a JSON-RPC response, or the
+// first SSE event of a stream that names one).
+func a2aTaskID(body string) string {
+	docs := []string{body}
+	if strings.HasPrefix(body, "data:") {
+		docs = nil
+		sc := bufio.NewScanner(strings.NewReader(body))
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				docs = append(docs, d)
+			}
+		}
+	}
+	for _, d := range docs {
+		var r struct {
+			Result struct {
+				Kind   string `json:"kind"`
+				ID     string `json:"id"`
+				TaskID string `json:"taskId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(d), &r) != nil {
+			continue
+		}
+		if r.Result.TaskID != "" {
+			return r.Result.TaskID
+		}
+		if r.Result.Kind == "task" && r.Result.ID != "" {
+			return r.Result.ID
+		}
+	}
+	return ""
+}
+
+// hermesRunID is the run id a Hermes chat answer names (run_id in its JSON
+// or in its stream's frames).
+func hermesRunID(body string) string {
+	i := strings.Index(body, `"run_id":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(`"run_id":"`):]
+	if j := strings.IndexByte(rest, '"'); j > 0 {
+		return rest[:j]
+	}
+	return ""
+}
