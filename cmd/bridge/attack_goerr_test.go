@@ -375,7 +375,7 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy) {
 					what := fmt.Sprintf("%s client over %s upstream, %s, stream=%t", client, up, fault, stream)
 					text := fmt.Sprintf("please %s %d", fault, n)
 					before := p.count(fault)
-					got, runID, status := goErrCall(t, base, client, text, stream, n)
+					got, runID, status, views := goErrCall(t, base, client, text, stream, n)
 					if status == http.StatusInternalServerError {
 						t.Errorf("%s: 500: %.300s", what, got)
 					}
@@ -389,14 +389,15 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy) {
 						t.Errorf("%s: no run id to read: %.300s", what, got)
 						continue
 					}
-					for _, path := range []string{"/v1/runs/" + runID, "/v1/runs/" + runID + "/events"} {
-						count.add("run-api-read")
-						_, view, ended := goErrDo(t, "GET", base+path, "")
+					views = append(views, view{"GET", "/v1/runs/" + runID, ""}, view{"GET", "/v1/runs/" + runID + "/events", ""})
+					for _, v := range views {
+						count.add("view-read")
+						_, seen, ended := goErrDo(t, v.method, base+v.path, v.body)
 						if !ended {
-							t.Errorf("%s: GET %s did not end", what, path)
+							t.Errorf("%s: %s %s did not end", what, v.method, v.path)
 						}
-						if g := goErrorIn(view); len(g) > 0 {
-							t.Errorf("%s: Go's error text %q is in GET %s: %.400s", what, g, path, view)
+						if g := goErrorIn(seen); len(g) > 0 {
+							t.Errorf("%s: Go's error text %q is in %s %s: %.400s", what, g, v.method, v.path, seen)
 						}
 					}
 				}
@@ -405,9 +406,14 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy) {
 	}
 }
 
+// A view is a read of what a dialect keeps of a turn (an A2A task, an ADK
+// session's events, a Hermes session's messages).
+type view struct{ method, path, body string }
+
 // goErrCall makes one turn as a client of the dialect does, and returns
-// everything the client was sent and the run's id.
-func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got, runID string, status int) {
+// everything the client was sent, the run's id, and the dialect's own
+// views of the turn.
+func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got, runID string, status int, views []view) {
 	t.Helper()
 	var (
 		resp  *http.Response
@@ -434,6 +440,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 		if runID == "" {
 			runID = a2aTaskID(got)
 		}
+		views = append(views, view{"POST", "/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":%q}}`, runID)})
 	case "adk":
 		session := fmt.Sprintf("goerr-%d", n)
 		if st, b := do(t, "POST", base+"/apps/scripted/users/u/sessions", "", `{"sessionId":"`+session+`"}`); st != 200 {
@@ -445,6 +452,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 		}
 		resp, got, ended = goErrDo(t, "POST", base+path, runBody("scripted", "u", session, text, stream))
 		runID = resp.Header.Get("X-Run-Id")
+		views = append(views, view{"GET", "/apps/scripted/users/u/sessions/" + session, ""})
 	case "hermes-chat":
 		session := fmt.Sprintf("goerr-%d", n)
 		if st, b := do(t, "POST", base+"/api/sessions", "", `{"id":"`+session+`"}`); st != 201 {
@@ -459,6 +467,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 		if runID == "" {
 			runID = hermesRunID(got)
 		}
+		views = append(views, view{"GET", "/api/sessions/" + session + "/messages", ""}, view{"GET", "/api/sessions/" + session, ""})
 	case "hermes-runs":
 		var created string
 		resp, created, _ = goErrDo(t, "POST", base+"/v1/runs", fmt.Sprintf(`{"input":%q}`, text))
@@ -468,7 +477,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 		_ = json.Unmarshal([]byte(created), &c)
 		runID = c.RunID
 		if resp.StatusCode != http.StatusAccepted || runID == "" {
-			return created, "", resp.StatusCode
+			return created, "", resp.StatusCode, nil
 		}
 		var events *http.Response
 		events, got, ended = goErrDo(t, "GET", base+"/v1/runs/"+runID+"/events", "")
@@ -480,7 +489,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 	if !ended {
 		t.Errorf("%s over a faulty upstream: the answer did not end within 15 s: %.300s", client, got)
 	}
-	return got, runID, resp.StatusCode
+	return got, runID, resp.StatusCode, views
 }
 
 // a2aTaskID is the task id in an A2A answer (a JSON-RPC response, or the
@@ -530,4 +539,123 @@ func hermesRunID(body string) string {
 		return rest[:j]
 	}
 	return ""
+}
+
+// TestAttackBadRequestBodies: each client dialect's turn endpoints get a
+// body with a field of the wrong JSON type, a body cut short, and one of
+// 10 MB (over the 8 MB limit). Each answer is a 4xx (over A2A's JSON-RPC,
+// an error response) in the dialect's error shape, never a 5xx, and holds
+// no Go error text (json: cannot unmarshal…, unexpected EOF, http: …).
+func TestAttackBadRequestBodies(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	base := "http://" + startMain(t, defaultConfig()).Addr()
+	if st, b := do(t, "POST", base+"/apps/echo/users/u/sessions", "", `{"sessionId":"bad-body"}`); st != 200 {
+		t.Fatalf("ADK session: %d %s", st, b)
+	}
+	if st, b := do(t, "POST", base+"/api/sessions", "", `{"id":"bad-body"}`); st != 201 {
+		t.Fatalf("Hermes session: %d %s", st, b)
+	}
+	big := strings.Repeat("a", 10<<20)
+	rpc := func(method, message string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":` + message + `}}`
+	}
+	adkRun := func(extra string) string {
+		return `{"appName":"echo","userId":"u","sessionId":"bad-body"` + extra + `}`
+	}
+	type endpoint struct {
+		path  string
+		typed []string // bodies with a field of the wrong JSON type
+		huge  string   // a valid body of 10 MB
+	}
+	endpoints := []endpoint{
+		{"/v1/chat/completions", []string{
+			`{"model":7,"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"echo","messages":"hi"}`,
+			`{"model":"echo","messages":[{"role":"user","content":7}]}`,
+			`{"model":"echo","messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"}`,
+			`{"model":"echo","messages":[{"role":"user","content":"hi"}],"stream":"yes"}`,
+			`{"model":"echo","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`,
+		}, `{"model":"echo","messages":[{"role":"user","content":"` + big + `"}]}`},
+		{"/v1/messages", []string{
+			`{"model":"echo","max_tokens":"ten","messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"echo","max_tokens":9,"messages":{}}`,
+			`{"model":"echo","max_tokens":9,"messages":[{"role":"user","content":7}]}`,
+			`{"model":"echo","max_tokens":9,"system":7,"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"echo","max_tokens":9,"stream":"yes","messages":[{"role":"user","content":"hi"}]}`,
+		}, `{"model":"echo","max_tokens":9,"messages":[{"role":"user","content":"` + big + `"}]}`},
+		{"/v1/responses", []string{
+			`{"model":"echo","input":7}`,
+			`{"model":7,"input":"hi"}`,
+			`{"model":"echo","input":"hi","stream":"yes"}`,
+			`{"model":"echo","input":"hi","max_output_tokens":"ten"}`,
+			`{"model":"echo","input":[{"role":"user","content":7}]}`,
+		}, `{"model":"echo","input":"` + big + `"}`},
+		{"/a2a", []string{
+			rpc("message/send", `{"messageId":"m","role":"user","parts":"hi"}`),
+			rpc("message/send", `{"messageId":"m","role":"user","parts":[{"kind":"text","text":7}]}`),
+			rpc("message/stream", `{"messageId":"m","role":"user","parts":"hi"}`),
+			rpc("message/stream", `{"messageId":7,"role":"user","parts":[{"kind":"text","text":"hi"}]}`),
+			`{"jsonrpc":"2.0","id":1,"method":"message/send","params":"hi"}`,
+			`{"jsonrpc":"2.0","id":1,"method":7,"params":{}}`,
+		}, rpc("message/send", `{"messageId":"m","role":"user","parts":[{"kind":"text","text":"`+big+`"}]}`)},
+		{"/run", []string{
+			adkRun(`,"newMessage":{"role":"user","parts":"hi"}`),
+			adkRun(`,"newMessage":{"role":"user","parts":[{"text":7}]}`),
+			adkRun(`,"newMessage":7`),
+			`{"appName":7,"userId":"u","sessionId":"bad-body","newMessage":{"role":"user","parts":[{"text":"hi"}]}}`,
+		}, adkRun(`,"newMessage":{"role":"user","parts":[{"text":"` + big + `"}]}`)},
+		{"/run_sse", []string{
+			adkRun(`,"newMessage":{"role":"user","parts":"hi"}`),
+			adkRun(`,"streaming":"yes","newMessage":{"role":"user","parts":[{"text":"hi"}]}`),
+		}, adkRun(`,"newMessage":{"role":"user","parts":[{"text":"` + big + `"}]}`)},
+		{"/v1/runs", []string{
+			`{"input":7}`,
+			`{"input":"hi","session_id":7}`,
+			`{"input":"hi","instructions":7}`,
+		}, `{"input":"` + big + `"}`},
+		{"/api/sessions/bad-body/chat", []string{`{"message":7}`, `{"message":["hi"]}`}, `{"message":"` + big + `"}`},
+		{"/api/sessions/bad-body/chat/stream", []string{`{"message":7}`}, `{"message":"` + big + `"}`},
+		{"/api/sessions", []string{`{"id":7}`, `{"title":7}`}, `{"title":"` + big + `"}`},
+	}
+	for _, ep := range endpoints {
+		dialect := dialectOf(ep.path)
+		type tc struct{ kind, body string }
+		cases := []tc{{"truncated", ep.typed[0][:len(ep.typed[0])/2]}, {"10 MB", ep.huge}}
+		for _, b := range ep.typed {
+			cases = append(cases, tc{"wrong type", b})
+		}
+		for _, c := range cases {
+			count.add(c.kind)
+			what := fmt.Sprintf("POST %s, %s body %.80q", ep.path, c.kind, c.body)
+			resp, got, ended := goErrDo(t, "POST", base+ep.path, c.body)
+			if !ended {
+				t.Errorf("%s: the answer did not end", what)
+			}
+			if g := goErrorIn(got); len(g) > 0 {
+				t.Errorf("%s: Go's error text %q reached the client: %.300s", what, g, got)
+			}
+			body := []byte(got)
+			if dialect == "a2a" {
+				// message/stream refuses with one SSE event holding the
+				// JSON-RPC error; JSON-RPC answers with 200 or a 4xx.
+				if d, ok := bytes.CutPrefix(bytes.TrimSpace(body), []byte("data: ")); ok {
+					body = d
+				} else if i := bytes.Index(body, []byte("\ndata: ")); i >= 0 {
+					body = bytes.TrimSpace(body[i+len("\ndata: "):])
+				}
+				if resp.StatusCode >= 500 || !inDialect("a2a", resp.StatusCode, body) {
+					t.Errorf("%s: %d, want a JSON-RPC error: %.300s", what, resp.StatusCode, got)
+				}
+				continue
+			}
+			if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+				t.Errorf("%s: %d, want a 4xx: %.300s", what, resp.StatusCode, got)
+			}
+			if !inDialect(dialect, resp.StatusCode, body) {
+				t.Errorf("%s: %d is not a %s error: %.300s", what, resp.StatusCode, dialect, got)
+			}
+		}
+	}
 }
