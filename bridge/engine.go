@@ -136,6 +136,10 @@ type Engine struct {
 	countMu sync.Mutex
 	counts  map[string]*runCount
 
+	// sessionSignals has a store that other processes share signal their
+	// commits to WatchSession, once (session.go).
+	sessionSignals sync.Once
+
 	mu     sync.Mutex
 	live   map[string]*liveRun
 	parked map[string][]Message // steers waiting for a run's tool results

@@ -30,6 +30,24 @@ type EventWatcher interface {
 	WatchRunEvents(run string) (wake <-chan struct{}, take func() (evs []Event, read bool), stop func())
 }
 
+// SessionWatcher is a Watcher that also names the session of each commit
+// it signals (storage/postgres: the notification carries the run's
+// principal and session), so a session's channel on one replica wakes for
+// the runs another replica drives, their starts included, as it does for
+// this process's own.
+type SessionWatcher interface {
+	Watcher
+	// WatchSessions calls commit with the run, principal and session of
+	// each commit of events of a run of a session, by any process, and
+	// lost when signals may have been lost meanwhile (the listener
+	// reconnected): every session may have commits unsignalled. Until
+	// stop is called. The calls come from the store's one listener and
+	// must not block. A commit of a process that does not name sessions in
+	// its signals (an older replica, during a rolling upgrade) calls
+	// nothing: its session channels learn of it by polling.
+	WatchSessions(commit func(run, principal, session string), lost func()) (stop func())
+}
+
 // followPoll bounds how long a follower of another process's run waits
 // for a signal before it reads the store again, so a signal lost (to a
 // reconnect, say) delays it and never hangs it.

@@ -14,9 +14,13 @@ import (
 // fresh one before each read of the session's events (SessionEvents), so
 // a commit meanwhile is not missed. The channel holds no events: a
 // subscriber that falls behind reads them from the store, so a slow
-// channel costs no memory here. It sees this process's commits only: a
-// session channel over a store other processes write polls too.
+// channel costs no memory here. Over a store other processes share (a
+// SessionWatcher) it is closed for their commits too, as the store signals
+// them (within milliseconds), and for all sessions when signals may have
+// been lost; a subscriber there still reads the store now and then, for a
+// signal lost otherwise (an older replica's commits name no session).
 func (e *Engine) WatchSession(ctx context.Context, session string) <-chan struct{} {
+	e.sessionSignals.Do(e.watchSessions)
 	k := upstreamSession(PrincipalFromContext(ctx), session)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -39,6 +43,35 @@ func (e *Engine) wakeSession(key string) {
 	delete(e.watches, key)
 	e.mu.Unlock()
 	if ok {
+		close(ch)
+	}
+}
+
+// watchSessions has a SessionWatcher store wake the session channels of
+// the runs any process commits, for the store's life. A run live here
+// has its session woken after each of its commits by the writer: the
+// store's signal of that commit would only have its channels read nothing
+// more.
+func (e *Engine) watchSessions() {
+	sw, ok := e.store.(SessionWatcher)
+	if !ok {
+		return
+	}
+	sw.WatchSessions(func(run, principal, session string) {
+		if e.liveRun(run) != nil {
+			return
+		}
+		e.wakeSession(upstreamSession(principal, session))
+	}, e.wakeSessions)
+}
+
+// wakeSessions wakes the subscribers of every session.
+func (e *Engine) wakeSessions() {
+	e.mu.Lock()
+	watches := e.watches
+	e.watches = nil
+	e.mu.Unlock()
+	for _, ch := range watches {
 		close(ch)
 	}
 }
@@ -66,8 +99,9 @@ func (e *Engine) RunEvents(ctx context.Context, runID string, after int64, limit
 }
 
 // Shared reports whether other processes commit to the engine's store (a
-// store that signals their commits, Watcher): WatchSession does not see
-// their commits.
+// store that signals their commits, Watcher): a signal of theirs may be
+// lost (or, from an older replica, name no session), so a session's
+// subscriber reads the store now and then too.
 func (e *Engine) Shared() bool {
 	_, ok := e.store.(Watcher)
 	return ok

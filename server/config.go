@@ -88,6 +88,10 @@ type SubscribeConfig struct {
 	// KeepAlive is how long an idle channel waits before it sends a
 	// keep-alive (an SSE comment, a WebSocket ping) (0: 15 s).
 	KeepAlive time.Duration `yaml:"keep_alive"`
+	// Poll is how often a channel over a database other replicas share
+	// reads it without being signalled (0: 1 s): only a lost signal
+	// waits for it (docs/replicas.md).
+	Poll time.Duration `yaml:"poll"`
 }
 
 // trustedProxies parses TrustedProxies: a CIDR, or an IP (one address).
@@ -297,8 +301,8 @@ func (c *Config) Validate() error {
 	if c.BodyTimeout < 0 || c.WriteTimeout < 0 || c.MaxConnections < 0 || c.LiveEvents < 0 {
 		return fmt.Errorf("body_timeout, write_timeout, max_connections and live_events cannot be negative")
 	}
-	if c.Subscribe.ChannelsPerSession < 0 || c.Subscribe.ChannelsPerPrincipal < 0 || c.Subscribe.KeepAlive < 0 {
-		return fmt.Errorf("subscribe: channels_per_session, channels_per_principal and keep_alive cannot be negative")
+	if c.Subscribe.ChannelsPerSession < 0 || c.Subscribe.ChannelsPerPrincipal < 0 || c.Subscribe.KeepAlive < 0 || c.Subscribe.Poll < 0 {
+		return fmt.Errorf("subscribe: channels_per_session, channels_per_principal, keep_alive and poll cannot be negative")
 	}
 	return nil
 }

@@ -246,7 +246,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Options) (_ 
 	def := served[0] // the run API answers in the first row's errors (openai)
 	ra := runs.New(runs.Config{Engine: engine, Default: def, Dialects: byName, Create: create,
 		ChannelsPerSession: cfg.Subscribe.ChannelsPerSession, ChannelsPerPrincipal: cfg.Subscribe.ChannelsPerPrincipal,
-		ChannelKeepAlive: cfg.Subscribe.KeepAlive})
+		ChannelKeepAlive: cfg.Subscribe.KeepAlive, ChannelPoll: cfg.Subscribe.Poll})
 	for _, p := range ra.Routes() {
 		mux.Handle(p, inbound.ReceiveBody(cfg.BodyTimeout, def.WriteError, authenticate(keys, "", def.WriteError), inbound.CheckIDs(def.WriteError, ra)))
 	}

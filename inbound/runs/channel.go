@@ -26,6 +26,11 @@ const (
 	DefaultChannelsPerSession   = 8
 	DefaultChannelsPerPrincipal = 64
 	DefaultChannelKeepAlive     = 15 * time.Second
+	// DefaultChannelPoll: over a store other replicas share, the store's
+	// signals wake a channel for their commits; it reads the store this
+	// often too, for a signal lost (a reconnect of the listener, a
+	// replica too old to name the session).
+	DefaultChannelPoll = time.Second
 )
 
 // Frames the channel adds around a run's own: their event names, and the
@@ -246,8 +251,12 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	var poll <-chan time.Time
-	if e.Shared() { // other replicas' commits wake nothing here
-		t := time.NewTicker(channelPoll)
+	if e.Shared() { // a lost signal of another replica's commit
+		every := h.cfg.ChannelPoll
+		if every <= 0 {
+			every = DefaultChannelPoll
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		poll = t.C
 	}
@@ -281,12 +290,8 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// A channel reads the store a page of events at a time; over a store other
-// replicas write, it reads it every channelPoll too.
-const (
-	channelPage = 256
-	channelPoll = time.Second
-)
+// A channel reads the store a page of events at a time.
+const channelPage = 256
 
 func b2i(b bool) int64 {
 	if b {

@@ -27,10 +27,13 @@ type Config struct {
 	// start runs on this API: Hermes).
 	Create http.Handler
 	// Channel limits (zero: the defaults): open session channels per
-	// principal and per session, and how often an idle one is kept alive.
+	// principal and per session, how often an idle one is kept alive, and
+	// how often one over a store other replicas share reads it without a
+	// signal (DefaultChannelPoll).
 	ChannelsPerPrincipal int
 	ChannelsPerSession   int
 	ChannelKeepAlive     time.Duration
+	ChannelPoll          time.Duration
 }
 
 // RunWriter is implemented by a dialect with its own run object (Hermes'

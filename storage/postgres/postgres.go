@@ -577,7 +577,9 @@ type querier interface {
 // (their runs, each once, in the order of their first event) exists,
 // numbers them in their sessions' commit order, and notifies those runs'
 // followers on channel $8 (with the notification bodies of $9, one a run
-// of $7: watch.go's channel): one statement, so a batch of nothing but events
+// of $7: watch.go's channel; a run of a session gets its principal and
+// session as the notification's last line, within PostgreSQL's 8000
+// bytes: without its events when they no longer fit): one statement, so a batch of nothing but events
 // is one round trip, atomic with no transaction around it. Each run of a
 // session takes the session's next number (session_seqs, whose rows it
 // updates in one order, (principal, id), so two batches that touch the
@@ -606,7 +608,8 @@ const eventsSQL = `WITH batch AS (
 		ON CONFLICT (principal, session_id) DO UPDATE SET last_seq = session_seqs.last_seq + EXCLUDED.last_seq
 		RETURNING principal, session_id, last_seq),
 	run_sseq AS (
-		SELECT n.id, c.last_seq - n.n + n.k AS sseq FROM numbered n JOIN counted c USING (principal, session_id)),
+		SELECT n.id, c.last_seq - n.n + n.k AS sseq, json_build_array(n.principal, n.session_id)::text AS named
+		FROM numbered n JOIN counted c USING (principal, session_id)),
 	ins AS (
 		INSERT INTO events (run_id, seq, kind, payload, upstream_id, time, sseq, opens)
 		SELECT e.run_id, e.seq, e.kind, e.payload, e.up, e.time, coalesce(rs.sseq, 0), e.opens AND rs.sseq IS NOT NULL
@@ -615,7 +618,12 @@ const eventsSQL = `WITH batch AS (
 		LEFT JOIN run_sseq rs ON rs.id = e.run_id
 		WHERE (SELECT ok FROM ok)
 		RETURNING 1),
-	note AS (SELECT pg_notify($8, CASE WHEN b.body = '' THEN b.id ELSE coalesce(rs.sseq, 0)::text || ' ' || b.body END)
+	note AS (SELECT pg_notify($8, CASE
+			WHEN rs.id IS NULL THEN CASE WHEN b.body = '' THEN b.id ELSE '0 ' || b.body END
+			WHEN b.body <> '' AND octet_length(b.body) + octet_length(rs.named) < 7960
+				THEN rs.sseq::text || ' ' || b.body || E'\n' || rs.named
+			WHEN octet_length(b.id) + octet_length(rs.named) < 7960 THEN rs.sseq::text || ' ' || b.id || E'\n' || rs.named
+			ELSE b.id END)
 		FROM unnest($7::text[], $9::text[]) AS b(id, body) LEFT JOIN run_sseq rs ON rs.id = b.id
 		WHERE EXISTS (SELECT 1 FROM ins))
 	SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM note),

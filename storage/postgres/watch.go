@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	_ bridge.Watcher      = (*Store)(nil)
-	_ bridge.EventWatcher = (*Store)(nil)
+	_ bridge.Watcher        = (*Store)(nil)
+	_ bridge.EventWatcher   = (*Store)(nil)
+	_ bridge.SessionWatcher = (*Store)(nil)
 )
 
 // channel is the NOTIFY channel of committed events. Commit notifies in
@@ -27,8 +28,18 @@ var (
 //
 //	<session seq> <run id>\n
 //	<seq> <time in unix ns>\n<the event's payload column>\n  (once per event)
+//	["<principal>","<session id>"]  (a run of a session: its last line)
 //
-// The payload column (JSON) holds no newline.
+// The payload column (JSON) holds no newline, nor does the last line (a
+// JSON array: session watchers, WatchSessions, learn from it which
+// session's channels to wake). A run of a session whose events and names
+// do not fit together in 8000 bytes has its notification carry its names
+// alone (its session seq, its id, a newline, the names). A replica of
+// before the last line, during a rolling upgrade, takes such a
+// notification for a bare signal (its events do not parse): its followers
+// read the store, one round trip later than they would have; and a
+// notification of such a replica (no last line) wakes no session here:
+// those channels poll (inbound/runs' channel poll).
 const channel = "bridge_events"
 
 // notifyLimit bounds a notification that carries its events, below
@@ -43,12 +54,13 @@ const watchKeep = 1024
 // started by the first WatchRun, fanning notifications out to the
 // watchers of each run.
 type watch struct {
-	mu      sync.Mutex
-	byRun   map[string]map[*watcher]struct{}
-	started bool
-	ready   chan struct{} // closed once the first LISTEN is active
-	stop    context.CancelFunc
-	done    chan struct{}
+	mu       sync.Mutex
+	byRun    map[string]map[*watcher]struct{}
+	sessions map[*sessionWatch]struct{}
+	started  bool
+	ready    chan struct{} // closed once the first LISTEN is active
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // watcher is one follower's: its signal and the events signalled that it
@@ -104,6 +116,56 @@ func (w *watcher) signal(evs []bridge.Event) {
 	}
 }
 
+// sessionWatch is one WatchSessions caller's.
+type sessionWatch struct {
+	commit func(run, principal, session string)
+	lost   func()
+}
+
+// WatchSessions implements bridge.SessionWatcher.
+func (s *Store) WatchSessions(commit func(run, principal, session string), lost func()) func() {
+	sw := &sessionWatch{commit: commit, lost: lost}
+	w := &s.watch
+	w.mu.Lock()
+	if w.sessions == nil {
+		w.sessions = map[*sessionWatch]struct{}{}
+	}
+	w.sessions[sw] = struct{}{}
+	s.startListening()
+	ready := w.ready
+	w.mu.Unlock()
+	waitListening(ready)
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.sessions, sw)
+	}
+}
+
+// startListening starts the listener, once; s.watch.mu is held.
+func (s *Store) startListening() {
+	w := &s.watch
+	if !w.started {
+		w.started = true
+		w.ready, w.done = make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		w.stop = cancel
+		go s.listen(ctx)
+	}
+}
+
+// waitListening waits (briefly) for the listener, so that a commit after
+// a watch is made is signalled; its watchers read the store again now and
+// then anyway.
+func waitListening(ready <-chan struct{}) {
+	t := time.NewTimer(5 * time.Second)
+	select {
+	case <-ready:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
 func (s *Store) watchRun(run string) (*watcher, func()) {
 	wr := &watcher{ch: make(chan struct{}, 1)}
 	w := &s.watch
@@ -115,23 +177,10 @@ func (s *Store) watchRun(run string) (*watcher, func()) {
 		w.byRun[run] = map[*watcher]struct{}{}
 	}
 	w.byRun[run][wr] = struct{}{}
-	if !w.started {
-		w.started = true
-		w.ready, w.done = make(chan struct{}), make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		w.stop = cancel
-		go s.listen(ctx)
-	}
+	s.startListening()
 	ready := w.ready
 	w.mu.Unlock()
-	// Wait (briefly) for the listener, so that a commit after this returns
-	// is signalled; the follower reads the store again now and then anyway.
-	t := time.NewTimer(5 * time.Second)
-	select {
-	case <-ready:
-	case <-t.C:
-	}
-	t.Stop()
+	waitListening(ready)
 	return wr, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -142,12 +191,18 @@ func (s *Store) watchRun(run string) (*watcher, func()) {
 	}
 }
 
-// notified hands a notification's payload to the watchers of its run.
+// notified hands a notification's payload to the watchers of its run,
+// and names its session to the session watchers.
 func (w *watch) notified(payload string) {
 	head, body, carries := strings.Cut(payload, "\n")
 	run := head
+	var named string // the last line, naming the run's session
 	if carries {
 		_, run, _ = strings.Cut(head, " ")
+		k := strings.LastIndexByte(body, '\n')
+		if last := body[k+1:]; strings.HasPrefix(last, "[") {
+			named, body = last, body[:max(k, 0)]
+		}
 	}
 	w.mu.Lock()
 	set := w.byRun[run]
@@ -155,7 +210,21 @@ func (w *watch) notified(payload string) {
 	for wr := range set {
 		watchers = append(watchers, wr)
 	}
+	var sessions []*sessionWatch
+	if named != "" {
+		for sw := range w.sessions {
+			sessions = append(sessions, sw)
+		}
+	}
 	w.mu.Unlock()
+	if len(sessions) > 0 {
+		var names []string
+		if json.Unmarshal([]byte(named), &names) == nil && len(names) == 2 && names[1] != "" {
+			for _, sw := range sessions {
+				sw.commit(run, names[0], names[1])
+			}
+		}
+	}
 	if len(watchers) == 0 {
 		return
 	}
@@ -204,9 +273,16 @@ func (w *watch) wakeAll() {
 			watchers = append(watchers, wr)
 		}
 	}
+	sessions := make([]*sessionWatch, 0, len(w.sessions))
+	for sw := range w.sessions {
+		sessions = append(sessions, sw)
+	}
 	w.mu.Unlock()
 	for _, wr := range watchers {
 		wr.signal(nil)
+	}
+	for _, sw := range sessions {
+		sw.lost()
 	}
 }
 

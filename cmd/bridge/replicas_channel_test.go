@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
+)
+
+// TestReplicasSessionChannel: a session channel subscribed on replica b
+// carries the runs replica a drives in the session as a's own channel
+// does: each run from its start frame to its end frame, every frame, in
+// order, none twice; two runs one after the other, the second started
+// while b's channel waits. b's channel reads the database unsignalled
+// (its poll, its keep-alive) only once an hour here, so nothing but the
+// notifications of a's commits can have woken it (before they named the
+// session, it waited for that poll: a second).
+func TestReplicasSessionChannel(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.DB = pgtest.Schema(t)
+	cfg.EchoDelay = 10 * time.Millisecond
+	cfg.Subscribe.Poll = time.Hour
+	cfg.Subscribe.KeepAlive = time.Hour // a keep-alive reads the database too
+	a := "http://" + startMain(t, cfg).Addr()
+	b := "http://" + startMain(t, cfg).Addr()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	const sid = "chanwake"
+	// From the session's start: neither channel can miss the first run
+	// for having opened late.
+	onA := openStream(ctx, t, "GET", a+"/v1/sessions/"+sid+"/events?format=openai&from=start", nil, nil)
+	onB := openStream(ctx, t, "GET", b+"/v1/sessions/"+sid+"/events?format=openai&from=start", nil, nil)
+	seen := map[string]bool{}
+	for i, text := range []string{strings.Repeat("first run ", 20), strings.Repeat("the second run ", 15)} {
+		resp := convSend(ctx, t, "POST", a+"/v1/chat/completions",
+			`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+strings.TrimSpace(text)+`"}]}`,
+			map[string]string{"Content-Type": "application/json", "X-Session-Id": sid})
+		run := resp.Header.Get("X-Run-Id")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || run == "" {
+			t.Fatalf("run %d on a: %d, run %q", i+1, resp.StatusCode, run)
+		}
+		want, got := readChannelRun(t, onA), readChannelRun(t, onB)
+		if want.info.RunID != run || got.info.RunID != run || want.info.Status != "completed" {
+			t.Fatalf("run %d (%s): a's channel carried %+v, b's %+v", i+1, run, want.info, got.info)
+		}
+		wantFrames := append(append([]sseFrame{want.start}, want.frames...), want.end)
+		gotFrames := append(append([]sseFrame{got.start}, got.frames...), got.end)
+		if len(want.frames) < 10 || rawOf(gotFrames) != rawOf(wantFrames) {
+			t.Fatalf("run %d: b's channel carried (%d frames):\n%s\na's (%d frames):\n%s",
+				i+1, len(gotFrames), rawOf(gotFrames), len(wantFrames), rawOf(wantFrames))
+		}
+		for _, f := range gotFrames {
+			if !f.hasID {
+				continue
+			}
+			if seen[f.id] {
+				t.Fatalf("run %d: frame id %s twice", i+1, f.id)
+			}
+			seen[f.id] = true
+		}
+	}
+}
