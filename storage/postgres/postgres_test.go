@@ -176,6 +176,111 @@ func TestWatchRunEvents(t *testing.T) {
 	}
 }
 
+// TestWatchSessions: each commit's notification names its run's
+// principal and session to the session watchers of every process (a
+// principal with a quote and a newline in it too), with the events it
+// carries or, when they do not fit, without them; a run of no session
+// names none; a notification of an older replica (no names) wakes its
+// run's followers and names nothing.
+func TestWatchSessions(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	ctx := t.Context()
+	const principal = "key \"one\"\nof two"
+	if err := a.CreateSession(ctx, &bridge.Session{ID: "s", Principal: principal}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*bridge.Run{{ID: "r1", SessionID: "s", Principal: principal}, {ID: "r0"}} {
+		r.Status = bridge.StatusRunning
+		if err := a.CreateRun(ctx, r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type named struct{ run, principal, session string }
+	commits := make(chan named, 16)
+	stopSessions := b.WatchSessions(func(run, principal, session string) {
+		commits <- named{run, principal, session}
+	}, func() {})
+	defer stopSessions()
+	wake, take, stop := b.WatchRunEvents("r1")
+	defer stop()
+	next := func(what string) named {
+		t.Helper()
+		select {
+		case n := <-commits:
+			return n
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no session named in 10s", what)
+		}
+		return named{}
+	}
+	woken := func(what string) ([]bridge.Event, bool) {
+		t.Helper()
+		select {
+		case <-wake:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: r1's follower not woken in 10s", what)
+		}
+		return take()
+	}
+	want := named{"r1", principal, "s"}
+
+	// One batch of both runs: r1 named, with its events; r0 not.
+	batch := append(bridgetest.TextDeltas("r0", 1, 2), bridgetest.TextDeltas("r1", 1, 2)...)
+	if err := a.Commit(ctx, &bridge.Batch{Events: batch}); err != nil {
+		t.Fatal(err)
+	}
+	if n := next("a batch of r0 and r1"); n != want {
+		t.Fatalf("named %+v, want %+v", n, want)
+	}
+	if evs, read := woken("a batch of r0 and r1"); read || len(evs) != 2 {
+		t.Fatalf("r1's follower got %d events, read = %v: want its 2 carried", len(evs), read)
+	}
+
+	// An older replica's notification of r1 (its events, no names).
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_notify('bridge_events', '9 r1' || E'\n3 1700000000000000000' || E'\n{"kind":"text_delta","text":"old"}')`); err != nil {
+		t.Fatal(err)
+	}
+	if evs, read := woken("an older replica's notification"); read || len(evs) != 1 || evs[0].Seq != 3 || evs[0].Text != "old" {
+		t.Fatalf("r1's follower got %+v, read = %v: want the one event carried", evs, read)
+	}
+
+	// Too big to carry its events: named all the same, and the follower
+	// reads the store. (The older replica's notification named nothing:
+	// this is the next one.)
+	big := bridgetest.TextDeltas("r1", 3, 4)
+	for i := range big {
+		big[i].Text = strings.Repeat("x", 3000)
+	}
+	if err := a.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
+		t.Fatal(err)
+	}
+	if n := next("a batch too big to carry"); n != want {
+		t.Fatalf("named %+v, want %+v", n, want)
+	}
+	if evs, read := woken("a batch too big to carry"); !read || len(evs) != 0 {
+		t.Fatalf("r1's follower got %d events, read = %v: want none and read", len(evs), read)
+	}
+	select {
+	case n := <-commits:
+		t.Fatalf("named %+v more", n)
+	default:
+	}
+}
+
 // TestMigrationResponses: the stored responses a bridge kept in id_map move
 // to the responses table (migration 0004), and leave id_map.
 func TestMigrationResponses(t *testing.T) {
