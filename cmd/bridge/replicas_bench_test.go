@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // The replica benchmarks run against pgtest's PostgreSQL server (fsync
 // off), the bridges in this process:
 //
-//	go test -run '^$' -bench 'CrossReplicaDelay|FirstBytePostgres' -benchtime 200x ./cmd/bridge/
+//	go test -run '^$' -bench 'CrossReplicaDelay|SessionChannelDelay|FirstBytePostgres' -benchtime 200x ./cmd/bridge/
 
 // BenchmarkCrossReplicaDelay: replica a drives a run (the echo model, a
 // word every 2ms) for its client; a client of replica b follows the run
@@ -77,6 +78,102 @@ func BenchmarkCrossReplicaDelay(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
 	b.ReportMetric(float64(len(delays))/float64(b.N), "live-events/run")
+}
+
+// BenchmarkSessionChannelDelay: a session channel (GET
+// /v1/sessions/{s}/events) open on replica a and one open on replica b;
+// each iteration, a's client starts a run of the session on a (the echo
+// model, 40 words 2ms apart) and reads it, and the benchmark waits for
+// both channels to carry the run's end frame. For every frame of the run
+// (its start frame included), the delay is its arrival at b's channel less
+// its arrival at a's, which a's commit wakes at once: from a's commit to
+// b's subscriber, as the notification (or, without it, b's poll) brings
+// it. Reported: p50, p99 and max in ms.
+func BenchmarkSessionChannelDelay(b *testing.B) {
+	db := pgtest.Schema(b)
+	cfg := defaultConfig()
+	cfg.EchoDelay = 2 * time.Millisecond
+	a, f := "http://"+benchMainOn(b, cfg, db).Addr(), "http://"+benchMainOn(b, cfg, db).Addr()
+	const sid = "bench-channel"
+	input := strings.TrimSpace(strings.Join(words("d", 40), ""))
+	client := &http.Client{}
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	type channel struct {
+		mu    sync.Mutex
+		at    map[string]time.Time
+		ended chan struct{}
+	}
+	open := func(base string) *channel {
+		c := &channel{at: map[string]time.Time{}, ended: make(chan struct{}, 1024)}
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/sessions/"+sid+"/events?format=openai", nil)
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("channel on %s: %v %v", base, err, resp)
+		}
+		go func() {
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				if id, ok := strings.CutPrefix(line, "id: "); ok {
+					now := time.Now()
+					c.mu.Lock()
+					c.at[id] = now
+					c.mu.Unlock()
+				}
+				if line == "event: bridge.run.ended" {
+					c.ended <- struct{}{}
+				}
+			}
+		}()
+		return c
+	}
+	onA, onB := open(a), open(f)
+	wait := func(c *channel) {
+		select {
+		case <-c.ended:
+		case <-time.After(30 * time.Second):
+			b.Fatal("a channel did not carry a run's end in 30s")
+		}
+	}
+	var delays []time.Duration
+	frames := 0
+	for b.Loop() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", a+"/v1/chat/completions",
+			strings.NewReader(`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+input+`"}]}`))
+		req.Header.Set("X-Session-Id", sid)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		wait(onA)
+		wait(onB)
+		onA.mu.Lock()
+		onB.mu.Lock()
+		for id, ta := range onA.at {
+			if tb, ok := onB.at[id]; ok {
+				delays = append(delays, tb.Sub(ta))
+				frames++
+			}
+		}
+		clear(onA.at)
+		clear(onB.at)
+		onB.mu.Unlock()
+		onA.mu.Unlock()
+	}
+	if len(delays) == 0 {
+		b.Fatal("no frame reached both channels")
+	}
+	slices.Sort(delays)
+	q := func(p float64) float64 { return float64(delays[int(p*float64(len(delays)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(frames)/float64(b.N), "frames/run")
 }
 
 // sseArrivals reads an SSE body to its end and returns when each event id
