@@ -51,6 +51,7 @@ type faultProxy struct {
 	*httptest.Server
 	mu      sync.Mutex
 	applied map[string]int
+	always  string // a fault for every answer, the setup calls' too
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -65,6 +66,11 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 				fault = f
 			}
 		}
+		p.mu.Lock()
+		if p.always != "" {
+			fault = p.always
+		}
+		p.mu.Unlock()
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
 		req.Header = r.Header.Clone()
 		resp, err := client.Do(req)
@@ -346,59 +352,79 @@ func TestAttackNoGoErrorTextAcross(t *testing.T) {
 	proxies := faultUpstreams(t)
 	upstreams := []string{"openai", "anthropic", "responses", "a2a", "a2a-send", "adk", "hermes"}
 	for _, up := range upstreams {
-		t.Run(up, func(t *testing.T) { goErrUpstream(t, count, up, proxies[up]) })
+		t.Run(up, func(t *testing.T) { goErrUpstream(t, count, up, proxies[up], false) })
 	}
 }
 
 // goErrUpstream runs every client dialect's turns, with each fault, over
-// one upstream dialect's faultProxy.
-func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy) {
-	n := 0
-	{
+// one upstream dialect's faultProxy. With setup, every answer of the
+// upstream is spoiled, the calls the bridge makes before the turn too (an
+// A2A agent card, an ADK or Hermes session), each fault on a bridge of
+// its own (a card is kept once read); the client's request was fine, so
+// its answer is never a 4xx either.
+func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy, setup bool) {
+	url := p.URL
+	if up == "openai" || up == "responses" {
+		url += "/v1"
+	}
+	start := func() string {
 		cfg := defaultConfig()
-		url := p.URL
-		if up == "openai" || up == "responses" {
-			url += "/v1"
-		}
 		cfg.Upstreams = []Upstream{{Dialect: strings.TrimSuffix(up, "-send"), URL: url, Model: "scripted", Retry: outbound.RetryConfig{Disabled: true},
 			Breaker: outbound.BreakerConfig{Failures: 1000}}}
-		base := "http://" + startMain(t, cfg).Addr()
-
-		for _, fault := range upstreamFaults {
-			for _, client := range []string{"chat", "messages", "responses", "a2a", "adk", "hermes-chat", "hermes-runs"} {
-				for _, stream := range []bool{false, true} {
-					if client == "hermes-runs" && !stream {
-						continue // a run is always read as its event stream
-					}
-					n++
-					count.add(up + "/" + fault)
-					what := fmt.Sprintf("%s client over %s upstream, %s, stream=%t", client, up, fault, stream)
-					text := fmt.Sprintf("please %s %d", fault, n)
-					before := p.count(fault)
-					got, runID, status, views := goErrCall(t, base, client, text, stream, n)
-					if status == http.StatusInternalServerError {
-						t.Errorf("%s: 500: %.300s", what, got)
-					}
-					if g := goErrorIn(got); len(g) > 0 {
-						t.Errorf("%s: Go's error text %q reached the client: %.400s", what, g, got)
-					}
-					if p.count(fault) == before {
-						t.Errorf("%s: the fault never reached the bridge (the case proves nothing): %.300s", what, got)
-					}
-					if runID == "" {
+		return "http://" + startMain(t, cfg).Addr()
+	}
+	base := ""
+	if !setup {
+		base = start()
+	}
+	n := 0
+	for _, fault := range upstreamFaults {
+		kind := up + "/" + fault
+		if setup {
+			p.mu.Lock()
+			p.always = fault
+			p.mu.Unlock()
+			base = start()
+			kind = up + "/setup-" + fault
+		}
+		for _, client := range []string{"chat", "messages", "responses", "a2a", "adk", "hermes-chat", "hermes-runs"} {
+			for _, stream := range []bool{false, true} {
+				if client == "hermes-runs" && !stream {
+					continue // a run is always read as its event stream
+				}
+				n++
+				count.add(kind)
+				what := fmt.Sprintf("%s client over %s upstream, %s, stream=%t", client, up, kind, stream)
+				text := fmt.Sprintf("please %s %d", fault, n)
+				before := p.count(fault)
+				got, runID, status, views := goErrCall(t, base, client, text, stream, n)
+				if status == http.StatusInternalServerError {
+					t.Errorf("%s: 500: %.300s", what, got)
+				}
+				if setup && status >= 400 && status < 500 {
+					t.Errorf("%s: %d, the client's fault, for the upstream's: %.300s", what, status, got)
+				}
+				if g := goErrorIn(got); len(g) > 0 {
+					t.Errorf("%s: Go's error text %q reached the client: %.400s", what, g, got)
+				}
+				if p.count(fault) == before {
+					t.Errorf("%s: the fault never reached the bridge (the case proves nothing): %.300s", what, got)
+				}
+				if runID == "" {
+					if !setup { // a turn that failed before its run began has none
 						t.Errorf("%s: no run id to read: %.300s", what, got)
-						continue
 					}
+				} else {
 					views = append(views, view{"GET", "/v1/runs/" + runID, ""}, view{"GET", "/v1/runs/" + runID + "/events", ""})
-					for _, v := range views {
-						count.add("view-read")
-						_, seen, ended := goErrDo(t, v.method, base+v.path, v.body)
-						if !ended {
-							t.Errorf("%s: %s %s did not end", what, v.method, v.path)
-						}
-						if g := goErrorIn(seen); len(g) > 0 {
-							t.Errorf("%s: Go's error text %q is in %s %s: %.400s", what, g, v.method, v.path, seen)
-						}
+				}
+				for _, v := range views {
+					count.add("view-read")
+					_, seen, ended := goErrDo(t, v.method, base+v.path, v.body)
+					if !ended {
+						t.Errorf("%s: %s %s did not end", what, v.method, v.path)
+					}
+					if g := goErrorIn(seen); len(g) > 0 {
+						t.Errorf("%s: Go's error text %q is in %s %s: %.400s", what, g, v.method, v.path, seen)
 					}
 				}
 			}
@@ -444,7 +470,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 	case "adk":
 		session := fmt.Sprintf("goerr-%d", n)
 		if st, b := do(t, "POST", base+"/apps/scripted/users/u/sessions", "", `{"sessionId":"`+session+`"}`); st != 200 {
-			t.Fatalf("ADK session: %d %s", st, b)
+			return b, "", st, nil
 		}
 		path := "/run"
 		if stream {
@@ -456,7 +482,7 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 	case "hermes-chat":
 		session := fmt.Sprintf("goerr-%d", n)
 		if st, b := do(t, "POST", base+"/api/sessions", "", `{"id":"`+session+`"}`); st != 201 {
-			t.Fatalf("Hermes session: %d %s", st, b)
+			return b, "", st, nil
 		}
 		path := "/api/sessions/" + session + "/chat"
 		if stream {
@@ -657,5 +683,21 @@ func TestAttackBadRequestBodies(t *testing.T) {
 				t.Errorf("%s: %d is not a %s error: %.300s", what, resp.StatusCode, dialect, got)
 			}
 		}
+	}
+}
+
+// TestAttackUpstreamSetupFaults: TestAttackNoGoErrorTextAcross with
+// every answer of the upstream spoiled, the calls the bridge makes before
+// a turn among them: an A2A agent card cut short, not JSON or badly typed
+// (a bad gateway saying so, never the 404 of the card places tried after
+// it), an ADK or Hermes session that cannot be read. No Go error text, no
+// 500, no 4xx (the client asked for nothing wrong), no hang.
+func TestAttackUpstreamSetupFaults(t *testing.T) {
+	t.Setenv("BRIDGE_API_KEYS", "")
+	t.Setenv("BRIDGE_API_KEY", "")
+	count := newTally(t)
+	proxies := faultUpstreams(t)
+	for _, up := range []string{"a2a", "a2a-send", "adk", "hermes"} {
+		t.Run(up, func(t *testing.T) { goErrUpstream(t, count, up, proxies[up], true) })
 	}
 }

@@ -109,6 +109,7 @@ func (c *Client) Card(ctx context.Context) (*wire.UpstreamCard, error) {
 	}
 	c.mu.Unlock()
 	base := strings.TrimSuffix(c.cfg.URL, "/")
+	var firstErr error // the first failure that says more than "not here"
 	var lastErr error
 	for _, u := range cardURLs(base) {
 		card, err := c.fetchCard(ctx, u)
@@ -119,9 +120,17 @@ func (c *Client) Card(ctx context.Context) (*wire.UpstreamCard, error) {
 			return card, nil
 		}
 		lastErr = err
+		if firstErr == nil && !errors.Is(err, errCardMissing) {
+			firstErr = err
+		}
 		if ctx.Err() != nil || errors.Is(err, errCardOrigin) {
 			break
 		}
+	}
+	if firstErr != nil {
+		// A card that was there but broken (cut short, not JSON) is the
+		// news, not the 404s of the other places a card may be.
+		return nil, firstErr
 	}
 	return nil, lastErr
 }
@@ -155,10 +164,26 @@ func (c *Client) fetchCard(ctx context.Context, u string) (*wire.UpstreamCard, e
 	}
 	defer resp.Body.Close()
 	c.Note(resp)
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if rerr != nil && resp.StatusCode == http.StatusOK {
+		if ctx.Err() != nil {
+			return nil, outbound.DoError(ctx, c.cfg.Name, rerr)
+		}
+		return nil, bridge.Errorf(bridge.CodeUpstream, "upstream %s: the agent card's answer broke off", c.cfg.Name)
+	}
 	if resp.StatusCode != http.StatusOK {
 		e := wire.DecodeError(resp.StatusCode, b)
 		e.Message = "upstream " + c.cfg.Name + ": agent card: " + e.Message
+		switch e.Code {
+		case bridge.CodeNotFound, bridge.CodeInvalid, bridge.CodeConflict, bridge.CodeTooLarge, bridge.CodeUnsupported:
+			// The card is the bridge's own request, not the client's: an
+			// agent with no card there is a bad gateway, never the
+			// client's 404 (nor its 400).
+			e.Code, e.Status, e.Dialect, e.Type, e.UpstreamCode = bridge.CodeUpstream, 0, "", "", ""
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, cardMissingErr{e}
+		}
 		return nil, e
 	}
 	card, err := wire.DecodeCard(b)
@@ -176,6 +201,14 @@ func (c *Client) fetchCard(ctx context.Context, u string) (*wire.UpstreamCard, e
 var errCardOrigin = errors.New("agent card names another origin")
 
 type cardOriginErr struct{ error }
+
+// errCardMissing marks a card location that answered 404: the next one is
+// tried, and a broken card found elsewhere is the error to report.
+var errCardMissing = errors.New("no agent card here")
+
+type cardMissingErr struct{ error }
+
+func (e cardMissingErr) Unwrap() []error { return []error{e.error, errCardMissing} }
 
 func (e cardOriginErr) Unwrap() []error { return []error{e.error, errCardOrigin} }
 

@@ -1,6 +1,9 @@
 package a2a_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +158,41 @@ func TestCancelStopsTheAgent(t *testing.T) {
 	}
 	if agent.Cancels() != 1 {
 		t.Errorf("the agent got %d cancels", agent.Cancels())
+	}
+}
+
+// TestCardFaults: an agent card that is not there is a bad gateway, not
+// the client's 404; one that is there but broken (cut short, not JSON) is
+// the error reported, not the 404s of the card places tried after it.
+func TestCardFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		serve      func(w http.ResponseWriter)
+	}{
+		{"missing", "agent card: ", nil},
+		{"not JSON", "not a JSON object", func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"name":`) }},
+		{"cut short", "broke off", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "400")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, `{"name":"agent",`)
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.serve != nil && r.URL.Path == "/agent/.well-known/agent-card.json" {
+					tc.serve(w)
+					return
+				}
+				http.NotFound(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			_, err := outa2a.New(outa2a.Config{Name: "agent", URL: srv.URL + "/agent"}).Card(t.Context())
+			e := bridge.AsError(err)
+			if e == nil || e.Code != bridge.CodeUpstream || e.Status != 0 || !strings.Contains(e.Message, tc.want) {
+				t.Fatalf("got %#v, want a bad gateway saying %q", e, tc.want)
+			}
+		})
 	}
 }
