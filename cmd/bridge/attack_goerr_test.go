@@ -34,9 +34,10 @@ import (
 
 // The faults a faultProxy makes of an answer, named by the word in the
 // request that asks for it: the stream (or JSON body) cut mid-way with no
-// end, a frame (or body) that is not JSON, and one whose values are of the
-// wrong JSON types.
-var upstreamFaults = []string{"cutoff", "notjson", "badtype"}
+// end, a frame (or body) that is not JSON, one whose values are of the
+// wrong JSON types; and, in place of the answer, a 500 whose body is a
+// proxy's HTML page and a 400 whose error object has the wrong types.
+var upstreamFaults = []string{"cutoff", "notjson", "badtype", "htmlfivehundred", "typedfourhundred"}
 
 // faultProxy stands in front of one dialect's test server and spoils the
 // answer to each request whose body holds a fault word (the user's text
@@ -86,6 +87,22 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			if k != "Content-Length" {
 				w.Header()[k] = vs
 			}
+		}
+		switch fault {
+		case "htmlfivehundred", "typedfourhundred":
+			p.mu.Lock()
+			p.applied[fault]++
+			p.mu.Unlock()
+			if fault == "htmlfivehundred" {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = io.WriteString(w, "<html><body><h1>500 Internal Server Error</h1></body></html>")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"message":7,"type":["x"],"code":{"a":1}},"type":7,"detail":false}`)
+			return
 		}
 		if fault == "" || resp.StatusCode != http.StatusOK {
 			w.WriteHeader(resp.StatusCode)
@@ -398,10 +415,15 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy, setup b
 				text := fmt.Sprintf("please %s %d", fault, n)
 				before := p.count(fault)
 				got, runID, status, views := goErrCall(t, base, client, text, stream, n)
-				if status == http.StatusInternalServerError {
+				// An upstream's own error status is the client's to see
+				// (a same-family client gets the upstream's 500 or 400 back,
+				// by design); the bridge's must not be a 500, nor a 4xx for
+				// an upstream that broke.
+				upstreamStatus := fault == "htmlfivehundred" || fault == "typedfourhundred"
+				if status == http.StatusInternalServerError && !upstreamStatus {
 					t.Errorf("%s: 500: %.300s", what, got)
 				}
-				if setup && status >= 400 && status < 500 {
+				if setup && status >= 400 && status < 500 && !upstreamStatus {
 					t.Errorf("%s: %d, the client's fault, for the upstream's: %.300s", what, status, got)
 				}
 				if g := goErrorIn(got); len(g) > 0 {
