@@ -149,6 +149,9 @@ type Engine struct {
 	watches map[string]chan struct{}
 	closing bool
 	runs    sync.WaitGroup // pump goroutines
+	// handed are the runs Close handed over (handover.go): their pumps
+	// ended without a final event.
+	handed []*liveRun
 
 	writerDone chan struct{}
 	// late holds run timings learnt after their run's row was committed,
@@ -256,6 +259,7 @@ var (
 	errShutdown   = errors.New("bridge shutting down")
 	errRunTimeout = errors.New("run timeout")
 	errLeaseLost  = errors.New("another replica took the run over")
+	errHandover   = errors.New("the bridge replica stopped; another replica takes the run over")
 )
 
 // register makes lr live here, unless its principal has its limit of runs
@@ -311,6 +315,11 @@ func (e *Engine) liveRun(id string) *liveRun {
 
 // Close stops accepting runs, waits for running ones until ctx is done,
 // interrupts the rest, and stops the writer once every event is committed.
+// On a store other processes share (a Leaser), a run still going whose
+// upstream can resume it is handed over instead of interrupted: this
+// process stops driving it, commits nothing final for it and ends its
+// lease, and another process takes it over as it takes a dead one's
+// (handover.go).
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closing {
@@ -326,17 +335,18 @@ func (e *Engine) Close(ctx context.Context) error {
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		e.mu.Lock()
-		for _, lr := range e.live {
-			lr.cancel(errShutdown)
-		}
-		e.mu.Unlock()
+		e.stopLive()
 		<-idle
 	}
 	close(e.queue)
 	<-e.writerDone
+	handed := e.takeHanded()
+	for _, lr := range handed {
+		lr.close() // its followers drain what is committed and stop, with no final event
+	}
 	e.background()
-	e.bgDone.Wait()
+	e.bgDone.Wait() // no lease renewal from now on: the release below is the last word
+	e.releaseLeases(handed)
 	return nil
 }
 

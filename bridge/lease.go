@@ -29,6 +29,15 @@ type Leaser interface {
 	// InterruptRunning does, and returns the ids it closed (those still
 	// running).
 	InterruptRuns(ctx context.Context, reason string, now time.Time, runs ...string) ([]string, error)
+	// ReleaseLeases ends this process's leases on the runs named that are
+	// still running, at once (a process that stops gracefully hands them
+	// over: Engine.Close), so that another process takes them over as it
+	// takes a dead one's, and tells the other processes to look now
+	// (WatchReleases). It returns the ids it released.
+	ReleaseLeases(ctx context.Context, runs []string) ([]string, error)
+	// WatchReleases returns a channel that receives (coalesced) when any
+	// process released leases, until stop is called.
+	WatchReleases() (wake <-chan struct{}, stop func())
 }
 
 // Relay is implemented by a store that several bridge processes share: it

@@ -45,6 +45,10 @@ func (e *Engine) pump(ctx context.Context, lr *liveRun, up Upstream, req *Reques
 			final, msg = e.step(ctx, lr, up, req, rt)
 			req.DiscardUpstream = "" // the upstream has discarded them
 		}
+		if handedOver(ctx, final) && !lr.abandoned() {
+			e.handOver(lr)
+			return
+		}
 		if msg != nil {
 			msgs = append(msgs, *msg)
 		}
@@ -142,6 +146,11 @@ func (e *Engine) follow(ctx context.Context, lr *liveRun, up Upstream, rt *runTr
 		lr.update(func(r *Run) { r.Dropped = appendUnique(r.Dropped, call.Dropped...) })
 	}
 	switch {
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errHandover) && (err != nil || final == nil):
+		// Close hands the run over (handover.go): the pump ends here,
+		// with no final event.
+		rt.span.AddEvent(eventHandover)
+		final = &Final{Status: StatusInterrupted, Reason: errHandover.Error()}
 	case err != nil && ctx.Err() != nil:
 		cause := context.Cause(ctx)
 		rt.span.AddEvent(eventCancel, trace.WithAttributes(attrCause.String(cause.Error())))

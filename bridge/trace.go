@@ -33,6 +33,7 @@ const (
 	eventResume     = "resume"
 	eventCancel     = "cancel"
 	eventSteer      = "steer"
+	eventHandover   = "handover"
 )
 
 // runTrace is what a run's span and its end log line need. The pump

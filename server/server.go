@@ -311,14 +311,19 @@ const reasonReplicaGone = "the bridge replica running it stopped"
 // takeover, on a store replicas share, takes over the runs of replicas that
 // died (their lease ended) as a restart does: a run whose upstream can
 // resume it goes on here, any other is closed as interrupted. It looks
-// twice per lease, so a dead replica's runs go on within 1.5 leases.
+// twice per lease, so a dead replica's runs go on within 1.5 leases, and
+// at once when a replica that stops gracefully released the leases of the
+// runs it hands over (bridge.Engine.Close).
 func (m *Server) takeover(l bridge.Leaser, rt *routes) {
 	defer close(m.takeoverDone)
 	t := time.NewTicker(max(l.LeaseTTL()/2, 10*time.Millisecond))
 	defer t.Stop()
+	released, stop := l.WatchReleases()
+	defer stop()
 	for {
 		select {
 		case <-t.C:
+		case <-released:
 		case <-m.janitorStop:
 			return
 		}

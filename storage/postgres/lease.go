@@ -98,6 +98,41 @@ func (s *Store) InterruptRuns(ctx context.Context, reason string, now time.Time,
 	return s.interrupt(ctx, reason, now, func(id string) bool { return slices.Contains(runs, id) })
 }
 
+// releasedKey is the key of the watch (watch.go) that ReleaseLeases
+// notifies: a payload no run id has, as commandKey's.
+const releasedKey = "!released"
+
+// ReleaseLeases implements bridge.Leaser: the runs' leases end now (their
+// owner stays this process until another takes them), with a notification
+// that wakes the other processes' takeover (WatchReleases), in one
+// transaction.
+func (s *Store) ReleaseLeases(ctx context.Context, runs []string) ([]string, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	var released []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET lease_until = `+dbNow+` - 1
+			WHERE id = ANY($1) AND owner = $2 AND status = 'running' RETURNING id`, runs, s.owner)
+		if err != nil {
+			return err
+		}
+		if released, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(released) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, releasedKey)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release leases: %w", err)
+	}
+	return released, nil
+}
+
+// WatchReleases implements bridge.Leaser. Its channel also receives when
+// the listener reconnected (a release may have gone unsignalled).
+func (s *Store) WatchReleases() (<-chan struct{}, func()) { return s.WatchRun(releasedKey) }
+
 // commandPoll bounds how long a relayed command or its answer waits for a
 // notification before the table is read again (one lost to a reconnect).
 const commandPoll = 250 * time.Millisecond

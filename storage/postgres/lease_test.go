@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bridge-dev/bridge/bridge"
+	"github.com/bridge-dev/bridge/bridge/bridgetest"
 	"github.com/bridge-dev/bridge/storage/postgres"
 	"github.com/bridge-dev/bridge/storage/postgres/pgtest"
 )
@@ -186,5 +189,178 @@ func TestOneJanitor(t *testing.T) {
 	}
 	if n, err := s.DeleteEventsBefore(ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("with the lock free: deleted %d, %v; want 1", n, err)
+	}
+}
+
+// cancelCounting is a resumable scripted upstream whose calls have an
+// upstream cancel of their own (as A2A's tasks/cancel), counted.
+type cancelCounting struct {
+	*bridgetest.Resumable
+	cancels atomic.Int32
+}
+
+func (u *cancelCounting) Open(ctx context.Context, req *bridge.Request) (*bridge.Call, error) {
+	call, err := u.Resumable.Open(ctx, req)
+	if call != nil {
+		call.Cancel = func(context.Context) error { u.cancels.Add(1); return nil }
+	}
+	return call, err
+}
+
+// TestEngineHandsOverOnClose: an engine on a store replicas share, closed
+// with runs still going, hands over the run whose upstream can resume it:
+// no final event, no upstream cancel, its lease released at once (another
+// process takes it over though its lease had a minute left, and is woken to
+// look), its follower's stream ends with neither a final event nor an
+// error; that process resumes it to the end. A run whose upstream cannot
+// resume it is interrupted, as before.
+func TestEngineHandsOverOnClose(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	sa, sb := open(), open()
+	agent := &cancelCounting{Resumable: &bridgetest.Resumable{
+		Upstream: bridgetest.Upstream{UpName: "agent", Events: bridgetest.TextEvents("one ", "two ", "three"), Gate: make(chan struct{})},
+		ResumeEvents: []bridge.Event{{Kind: bridge.KindTextDelta, Text: "three"}, {Kind: bridge.KindMessageDone},
+			{Kind: bridge.KindFinal, Final: &bridge.Final{Status: bridge.StatusCompleted, StopReason: bridge.StopEndTurn}}},
+	}}
+	plain := &bridgetest.Upstream{UpName: "plain", Events: bridgetest.TextEvents("x", "y"), Gate: make(chan struct{})}
+	route := func(model string) (bridge.Upstream, error) {
+		if model == "agent" {
+			return agent, nil
+		}
+		return plain, nil
+	}
+	ea, err := bridge.New(bridge.Config{Store: sa, Route: route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	start := func(model string, gate chan struct{}, events int) *bridge.Run {
+		run, err := ea.Start(ctx, &bridge.Request{Inbound: "test", Model: model, Detached: true,
+			Messages: []bridge.Message{{Role: bridge.RoleUser, Parts: []bridge.Part{bridge.TextPart("go")}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range events {
+			gate <- struct{}{}
+		}
+		return run
+	}
+	run1 := start("agent", agent.Gate, 3) // message_started, "one ", "two "
+	run2 := start("plain", plain.Gate, 2)
+
+	// A client of the first run on this process: it has "two " before the close.
+	_, events, err := ea.Subscribe(ctx, run1.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		evs []bridge.Event
+		err error
+	}
+	followed := make(chan result, 1)
+	sawTwo := make(chan struct{})
+	go func() {
+		var r result
+		for ev, err := range events {
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.evs = append(r.evs, ev)
+			if ev.Text == "two " {
+				close(sawTwo)
+			}
+		}
+		followed <- r
+	}()
+	select {
+	case <-sawTwo:
+	case <-ctx.Done():
+		t.Fatal("the follower did not get the run's second word")
+	}
+	released, stopWatch := sb.WatchReleases()
+	defer stopWatch()
+
+	cctx, ccancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer ccancel()
+	if err := ea.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-followed
+	if r.err != nil {
+		t.Errorf("the follower's stream ended with %v, want no error", r.err)
+	}
+	for _, ev := range r.evs {
+		if ev.Kind == bridge.KindFinal || ev.Kind == bridge.KindError {
+			t.Errorf("the follower got a %s event: %+v", ev.Kind, ev)
+		}
+	}
+	if n := agent.cancels.Load(); n != 0 {
+		t.Errorf("the upstream's own cancel was called %d times, want none", n)
+	}
+	got, err := sb.Run(ctx, run1.ID)
+	if err != nil || got.Status != bridge.StatusRunning {
+		t.Fatalf("the handed-over run: %+v %v, want running", got, err)
+	}
+	evs, err := sb.Events(ctx, run1.ID, 0, 0)
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].Text != "two " {
+		t.Fatalf("the handed-over run's events end with %+v (%v), want the second word", evs[len(evs)-1], err)
+	}
+	if got, err := sb.Run(ctx, run2.ID); err != nil || got.Status != bridge.StatusInterrupted {
+		t.Errorf("the run whose upstream cannot resume: %+v %v, want interrupted", got, err)
+	}
+	select {
+	case <-released:
+	case <-ctx.Done():
+		t.Fatal("the other process was not told of the release")
+	}
+	taken, err := sb.TakeExpired(ctx)
+	if err != nil || len(taken) != 1 || taken[0].ID != run1.ID {
+		t.Fatalf("the other process took %v (%v), want the handed-over run, its lease ended", taken, err)
+	}
+	if again, err := sa.ReleaseLeases(ctx, []string{run1.ID}); err != nil || len(again) != 0 {
+		t.Errorf("releasing a run another process took: %v %v, want nothing released", again, err)
+	}
+
+	close(agent.Gate) // the resumed call's events come at once
+	eb, err := bridge.New(bridge.Config{Store: sb, Route: route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		eb.Close(cctx)
+	}()
+	if err := eb.Resume(ctx, taken[0]); err != nil {
+		t.Fatal(err)
+	}
+	_, events, err = eb.Subscribe(ctx, run1.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := bridgetest.Collect(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, ev := range all {
+		text.WriteString(ev.Text)
+	}
+	last := all[len(all)-1]
+	if text.String() != "one two three" || last.Final == nil || last.Final.Status != bridge.StatusCompleted {
+		t.Errorf("resumed: %q, final %+v; want \"one two three\", completed", text.String(), last.Final)
+	}
+	if n := len(agent.Requests()); n != 1 {
+		t.Errorf("the upstream got %d calls, want 1 (resumed, not started again)", n)
 	}
 }
