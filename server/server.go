@@ -522,9 +522,11 @@ func (m *Server) Run() error {
 	return err
 }
 
-// Close stops accepting, lets streams end until ctx is done, interrupts the
-// runs still going, closes the store, and flushes the spans and metrics
-// still buffered.
+// Close stops accepting, lets streams end until ctx is done, cuts the
+// streams left, interrupts the runs still going (on a store replicas
+// share, hands those whose upstream can resume them to another replica:
+// bridge.Engine.Close), closes the store, and flushes the spans and
+// metrics still buffered.
 func (m *Server) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		err := m.srv.Shutdown(ctx)
