@@ -2,6 +2,7 @@ package hermes
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/bridge-dev/bridge/bridge"
@@ -49,5 +50,28 @@ func TestErrorSpecific(t *testing.T) {
 	}
 	if e := DecodeError(502, []byte("<html>")); e.Code != bridge.CodeUpstream || e.Message != "<html>" {
 		t.Errorf("%+v", e)
+	}
+}
+
+// TestDecodeBadFrames: a frame that is not JSON, and one that is an object
+// with a field of the wrong type, each end the stream with an upstream
+// error that says which, in the bridge's words (no Go error text).
+func TestDecodeBadFrames(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{`{"delta":`, `frame "assistant.delta" is not a JSON object`},
+		{`{"run_id":7,"delta":"hi"}`, `frame "assistant.delta" does not have the Hermes frame's shape`},
+	} {
+		in := "event: assistant.delta\ndata: " + tc.data + "\n\n"
+		var got *bridge.Error
+		for _, err := range DecodeStream(strings.NewReader(in)) {
+			if err != nil {
+				got = bridge.AsError(err)
+				break
+			}
+		}
+		if got == nil || got.Code != bridge.CodeUpstream || !strings.Contains(got.Message, tc.want) ||
+			strings.Contains(got.Message, "json:") || strings.Contains(got.Message, "cannot unmarshal") {
+			t.Errorf("%s: got %#v, want an upstream error saying %q", tc.data, got, tc.want)
+		}
 	}
 }

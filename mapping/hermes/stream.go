@@ -191,7 +191,11 @@ func (d *StreamDecoder) Read(r io.Reader) bridge.Stream {
 			var p framePayload
 			if len(sse.Data) > 0 {
 				if wire.CheckDepth(sse.Data, wire.MaxDepth) != nil || json.Unmarshal(sse.Data, &p) != nil {
-					yield(bridge.Event{}, bridge.Errorf(bridge.CodeUpstream, "hermes stream: frame %q is not a JSON object", sse.Name))
+					what := "is not a JSON object"
+					if json.Valid(sse.Data) && wire.Kind(sse.Data) == '{' {
+						what = "does not have the Hermes frame's shape (a field of the wrong type)"
+					}
+					yield(bridge.Event{}, bridge.Errorf(bridge.CodeUpstream, "hermes stream: frame %q %s", sse.Name, what))
 					return
 				}
 			}
