@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	a2asdk "github.com/a2aproject/a2a-go/a2a"
+	"github.com/coder/websocket"
 
 	"github.com/bridge-dev/bridge/outbound"
 	"github.com/bridge-dev/bridge/outbound/a2a/a2atest"
@@ -404,10 +406,10 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy, setup b
 			base = start()
 			kind = up + "/setup-" + fault
 		}
-		for _, client := range []string{"chat", "messages", "responses", "a2a", "adk", "hermes-chat", "hermes-runs"} {
+		for _, client := range []string{"chat", "messages", "responses", "responses-ws", "a2a", "adk", "hermes-chat", "hermes-runs"} {
 			for _, stream := range []bool{false, true} {
-				if client == "hermes-runs" && !stream {
-					continue // a run is always read as its event stream
+				if (client == "hermes-runs" || client == "responses-ws") && !stream {
+					continue // a run is always read as its event stream; the WebSocket mode streams
 				}
 				n++
 				count.add(kind)
@@ -433,7 +435,7 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy, setup b
 					t.Errorf("%s: the fault never reached the bridge (the case proves nothing): %.300s", what, got)
 				}
 				if runID == "" {
-					if !setup { // a turn that failed before its run began has none
+					if !setup && client != "responses-ws" { // a turn that failed before its run began has none
 						t.Errorf("%s: no run id to read: %.300s", what, got)
 					}
 				} else {
@@ -441,7 +443,10 @@ func goErrUpstream(t *testing.T, count *tally, up string, p *faultProxy, setup b
 				}
 				for _, v := range views {
 					count.add("view-read")
-					_, seen, ended := goErrDo(t, v.method, base+v.path, v.body)
+					vr, seen, ended := goErrDo(t, v.method, base+v.path, v.body)
+					if vr.StatusCode != http.StatusOK { // a view that is not there proves nothing
+						t.Errorf("%s: %s %s: %d: %.300s", what, v.method, v.path, vr.StatusCode, seen)
+					}
 					if !ended {
 						t.Errorf("%s: %s %s did not end", what, v.method, v.path)
 					}
@@ -476,6 +481,35 @@ func goErrCall(t *testing.T, base, client, text string, stream bool, n int) (got
 	case "responses":
 		resp, got, ended = goErrDo(t, "POST", base+"/v1/responses", fmt.Sprintf(`{"model":"scripted","stream":%t,"input":%q}`, stream, text))
 		runID = resp.Header.Get("X-Run-Id")
+	case "responses-ws":
+		if !stream {
+			return "", "", 0, nil // the WebSocket mode streams; see goErrUpstream
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, "ws://"+strings.TrimPrefix(base, "http://")+"/v1/responses", nil)
+		if err != nil {
+			t.Fatalf("WebSocket mode: %v", err)
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(8 << 20)
+		wsSend(t, c, create(text, "model", "scripted"))
+		var b strings.Builder
+		respID := ""
+		for _, m := range wsTurn(t, c) {
+			b.WriteString(m.raw + "\n")
+			if m.Response.ID != "" {
+				respID = m.Response.ID
+			}
+		}
+		// The messages name the response, not the run: its view is the
+		// stored response (GET /v1/responses/{id}).
+		if respID != "" {
+			views = append(views, view{"GET", "/v1/responses/" + respID, ""})
+		} else {
+			t.Errorf("WebSocket mode over a faulty upstream: no response id: %.300s", b.String())
+		}
+		return b.String(), "", http.StatusOK, views
 	case "a2a":
 		method := "message/send"
 		if stream {
