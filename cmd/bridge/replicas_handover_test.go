@@ -127,17 +127,24 @@ func rawLines(r *http.Response) []string {
 }
 
 // TestReplicasGracefulHandover: three `bridge serve` replicas on one
-// PostgreSQL over an A2A upstream (another bridge as the agent), with a
-// lease of two minutes and a grace of 300 ms. A Chat Completions stream
-// and an Anthropic one start on A; A gets SIGTERM. When its grace ends,
-// A hands both runs over instead of interrupting them: the streams it
-// served end with no final event and no error frame, nothing is cancelled
-// upstream, and another replica takes the runs over at once (the lease had
-// minutes left: only its release lets them go) and resumes them upstream.
-// The Chat client resumes on C from its last id and ends with the agent's
-// exact answer once; both runs end completed, never interrupted, none left
+// PostgreSQL over an agent upstream that can resume a run (another bridge
+// as the agent, spoken to in A2A, ADK and Hermes in turn), with a lease of
+// two minutes and a grace of 300 ms. A Chat Completions stream and an
+// Anthropic one start on A; A gets SIGTERM. When its grace ends, A hands
+// both runs over instead of interrupting them: the streams it served end
+// with no final event and no error frame, nothing is cancelled upstream,
+// and another replica takes the runs over at once (the lease had minutes
+// left: only its release lets them go) and resumes them upstream. The Chat
+// client resumes on C from its last id and ends with the agent's exact
+// answer once; both runs end completed, never interrupted, none left
 // running, and the model got one request each.
 func TestReplicasGracefulHandover(t *testing.T) {
+	for _, dialect := range []string{"a2a", "adk", "hermes"} {
+		t.Run(dialect, func(t *testing.T) { gracefulHandover(t, dialect) })
+	}
+}
+
+func gracefulHandover(t *testing.T, dialect string) {
 	answer := words("h", 60)
 	up := newHeldOpenAI(t, answer, 5)
 	agent := a2aBridge(t, up.baseURL())
@@ -146,13 +153,13 @@ func TestReplicasGracefulHandover(t *testing.T) {
 	var procs [3]*exec.Cmd
 	var bases [3]string
 	for i := range procs {
-		procs[i], bases[i] = bridgeProcess(t, "--config", cfg, "--db", db, "--lease", "2m", "--upstream", "a2a="+agent)
+		procs[i], bases[i] = bridgeProcess(t, "--config", cfg, "--db", db, "--lease", "2m", "--upstream", dialect+"="+agent)
 	}
 	a, c := bases[0], bases[2]
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
-	resp, runID := streamDetached(ctx, t, a, "agent", "handover")
+	resp, runID := streamDetached(ctx, t, a, "agent", "handover-"+dialect)
 	defer resp.Body.Close()
 	var got strings.Builder
 	var ids []string
