@@ -115,13 +115,15 @@ func runRow(ctx context.Context, t *testing.T, db, id string) (owner, status str
 	return owner, status
 }
 
-// rawLines reads r's lines to its end (or a cut).
-func rawLines(r *http.Response) []string {
+// rawLines reads sc's lines until stop says enough (nil: to the end, or
+// a cut).
+func rawLines(sc *bufio.Scanner, stop func(line string) bool) []string {
 	var out []string
-	sc := bufio.NewScanner(r.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())
+		if stop != nil && stop(sc.Text()) {
+			break
+		}
 	}
 	return out
 }
@@ -180,6 +182,13 @@ func gracefulHandover(t *testing.T, dialect string) {
 	if ra.StatusCode != 200 || runA == "" {
 		t.Fatalf("the Anthropic stream on A: %d, run %q", ra.StatusCode, runA)
 	}
+	// Its first words, so the agent has named its task before the stop.
+	sa := bufio.NewScanner(ra.Body)
+	sa.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	linesA := rawLines(sa, func(l string) bool { return strings.Contains(l, "text_delta") })
+	if len(linesA) == 0 || !strings.Contains(linesA[len(linesA)-1], "text_delta") {
+		t.Fatalf("the Anthropic stream on A ended before its first words: %q", linesA)
+	}
 	ownerA, _ := runRow(ctx, t, db, runID)
 
 	termBridge(t, procs[0])
@@ -193,7 +202,7 @@ func gracefulHandover(t *testing.T, dialect string) {
 		got.WriteString(chunkText(t, ev.data))
 		ids = append(ids, ev.id)
 	}
-	for _, l := range rawLines(ra) {
+	for _, l := range append(linesA, rawLines(sa, nil)...) {
 		if strings.Contains(l, "message_stop") || strings.Contains(l, "event: error") || strings.Contains(l, `"type":"error"`) {
 			t.Errorf("A's Anthropic stream has a final or error frame: %s", l)
 		}
