@@ -137,8 +137,10 @@ type Engine struct {
 	counts  map[string]*runCount
 
 	// sessionSignals has a store that other processes share signal their
-	// commits to WatchSession, once (session.go).
+	// commits to the session feeds, once (session.go); feeds holds those
+	// (FollowSession), by session, under mu.
 	sessionSignals sync.Once
+	feeds          map[string]map[*SessionFeed]struct{}
 
 	mu     sync.Mutex
 	live   map[string]*liveRun

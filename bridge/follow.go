@@ -38,14 +38,16 @@ type EventWatcher interface {
 type SessionWatcher interface {
 	Watcher
 	// WatchSessions calls commit with the run, principal and session of
-	// each commit of events of a run of a session, by any process, and
-	// lost when signals may have been lost meanwhile (the listener
-	// reconnected): every session may have commits unsignalled. Until
-	// stop is called. The calls come from the store's one listener and
-	// must not block. A commit of a process that does not name sessions in
-	// its signals (an older replica, during a rolling upgrade) calls
-	// nothing: its session channels learn of it by polling.
-	WatchSessions(commit func(run, principal, session string), lost func()) (stop func())
+	// each commit of events of a run of a session, by any process, with
+	// the run's events of the commit when the signal carried them (else
+	// nil: read the store), and lost when signals may have been lost
+	// meanwhile (the listener reconnected): every session may have
+	// commits unsignalled. Until stop is called. The calls come from the
+	// store's one listener, in commit order, and must not block. A commit
+	// of a process that does not name sessions in its signals (an older
+	// replica, during a rolling upgrade) calls nothing: its session
+	// channels learn of it by polling.
+	WatchSessions(commit func(run, principal, session string, evs []Event), lost func()) (stop func())
 }
 
 // followPoll bounds how long a follower of another process's run waits

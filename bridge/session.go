@@ -6,6 +6,7 @@ package bridge
 import (
 	"context"
 	"slices"
+	"sync"
 )
 
 // WatchSession returns a channel that is closed the next time events of
@@ -14,13 +15,11 @@ import (
 // fresh one before each read of the session's events (SessionEvents), so
 // a commit meanwhile is not missed. The channel holds no events: a
 // subscriber that falls behind reads them from the store, so a slow
-// channel costs no memory here. Over a store other processes share (a
-// SessionWatcher) it is closed for their commits too, as the store signals
-// them (within milliseconds), and for all sessions when signals may have
-// been lost; a subscriber there still reads the store now and then, for a
-// signal lost otherwise (an older replica's commits name no session).
+// channel costs no memory here. Over a store other processes share, their
+// commits go to the session's feeds instead (FollowSession), and the
+// channel is closed when signals of them may have been lost (all
+// sessions').
 func (e *Engine) WatchSession(ctx context.Context, session string) <-chan struct{} {
-	e.sessionSignals.Do(e.watchSessions)
 	k := upstreamSession(PrincipalFromContext(ctx), session)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -47,21 +46,111 @@ func (e *Engine) wakeSession(key string) {
 	}
 }
 
-// watchSessions has a SessionWatcher store wake the session channels of
-// the runs any process commits, for the store's life. A run live here
-// has its session woken after each of its commits by the writer: the
-// store's signal of that commit would only have its channels read nothing
-// more.
-func (e *Engine) watchSessions() {
-	sw, ok := e.store.(SessionWatcher)
-	if !ok {
-		return
+// SessionFeed is a session subscriber's share of the commits other
+// processes make in the session (FollowSession): the events their
+// signals carried, in commit order, or word that a signal lacked them.
+type SessionFeed struct {
+	ch   chan struct{}
+	mu   sync.Mutex
+	evs  []Event
+	read bool
+}
+
+// feedKeep bounds the events a feed keeps that its subscriber has not
+// taken; past it, the subscriber reads the store.
+const feedKeep = 1024
+
+// Wake receives (coalesced) after each signal of another process's
+// commit in the session. A nil feed's never does.
+func (f *SessionFeed) Wake() <-chan struct{} {
+	if f == nil {
+		return nil
 	}
-	sw.WatchSessions(func(run, principal, session string) {
-		if e.liveRun(run) != nil {
+	return f.ch
+}
+
+// Take returns the events signalled since its last call, in commit order,
+// and read = true when a signal since then came without its events (or
+// more came than are kept): the store holds what the signals lacked.
+func (f *SessionFeed) Take() (evs []Event, read bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	evs, read = f.evs, f.read
+	f.evs, f.read = nil, false
+	return evs, read
+}
+
+func (f *SessionFeed) signal(evs []Event) {
+	f.mu.Lock()
+	switch {
+	case f.read: // its subscriber reads the store anyway
+	case evs == nil || len(f.evs)+len(evs) > feedKeep:
+		f.evs, f.read = nil, true
+	default:
+		f.evs = append(f.evs, evs...)
+	}
+	f.mu.Unlock()
+	select {
+	case f.ch <- struct{}{}:
+	default:
+	}
+}
+
+// FollowSession returns a feed of the commits other processes make in the
+// context's principal's session, over a store they share (a
+// SessionWatcher: nil otherwise, which never wakes), until stop is
+// called. Take it before the first read of the session's events
+// (SessionEvents), so no commit falls between. A signal of an older
+// replica (no session named), or one lost, wakes no feed: the subscriber
+// reads the store now and then too (WatchSession wakes it for a known
+// loss).
+func (e *Engine) FollowSession(ctx context.Context, session string) (*SessionFeed, func()) {
+	if _, ok := e.store.(SessionWatcher); !ok {
+		return nil, func() {}
+	}
+	e.sessionSignals.Do(e.watchSessions)
+	k := upstreamSession(PrincipalFromContext(ctx), session)
+	f := &SessionFeed{ch: make(chan struct{}, 1)}
+	e.mu.Lock()
+	if e.feeds == nil {
+		e.feeds = make(map[string]map[*SessionFeed]struct{})
+	}
+	if e.feeds[k] == nil {
+		e.feeds[k] = make(map[*SessionFeed]struct{})
+	}
+	e.feeds[k][f] = struct{}{}
+	e.mu.Unlock()
+	return f, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		delete(e.feeds[k], f)
+		if len(e.feeds[k]) == 0 {
+			delete(e.feeds, k)
+		}
+	}
+}
+
+// watchSessions has a SessionWatcher store signal the commits any process
+// makes in a session to that session's feeds, for the store's life. A run
+// live here has its session woken after each of its commits by the writer
+// (WatchSession): the store's signal of that commit is not passed on.
+func (e *Engine) watchSessions() {
+	sw := e.store.(SessionWatcher)
+	sw.WatchSessions(func(run, principal, session string, evs []Event) {
+		k := upstreamSession(principal, session)
+		e.mu.Lock()
+		if e.live[run] != nil || len(e.feeds[k]) == 0 {
+			e.mu.Unlock()
 			return
 		}
-		e.wakeSession(upstreamSession(principal, session))
+		feeds := make([]*SessionFeed, 0, len(e.feeds[k]))
+		for f := range e.feeds[k] {
+			feeds = append(feeds, f)
+		}
+		e.mu.Unlock()
+		for _, f := range feeds {
+			f.signal(evs)
+		}
 	}, e.wakeSessions)
 }
 

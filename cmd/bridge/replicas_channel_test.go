@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // while b's channel waits. b's channel reads the database unsignalled
 // (its poll, its keep-alive) only once an hour here, so nothing but the
 // notifications of a's commits can have woken it (before they named the
-// session, it waited for that poll: a second).
+// session, it waited for that poll: a second). Then a run on each replica
+// at once: both channels carry the session's frames in one order.
 func TestReplicasSessionChannel(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.DB = pgtest.Schema(t)
@@ -63,5 +65,46 @@ func TestReplicasSessionChannel(t *testing.T) {
 			}
 			seen[f.id] = true
 		}
+	}
+
+	// Two runs at once, one on each replica: each channel has its own
+	// replica's commits woken here and the other's signalled, in between;
+	// both carry the session's frames in one order, its commit order.
+	var wg sync.WaitGroup
+	for _, base := range []string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := convSend(ctx, t, "POST", base+"/v1/chat/completions",
+				`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+strings.TrimSpace(strings.Repeat("at once ", 25))+`"}]}`,
+				map[string]string{"Content-Type": "application/json", "X-Session-Id": sid})
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	both := func(ch *convStream) []sseFrame {
+		var frames []sseFrame
+		for ends := 0; ends < 2; {
+			f, ok := ch.next()
+			if !ok {
+				t.Fatalf("the channel ended before both runs' ends: %v\n%s", ch.err, rawOf(frames))
+			}
+			frames = append(frames, f)
+			if f.event == "bridge.run.ended" {
+				ends++
+			}
+		}
+		return frames
+	}
+	want, got := both(onA), both(onB)
+	if rawOf(got) != rawOf(want) {
+		t.Fatalf("two runs at once: b's channel carried (%d frames):\n%s\na's (%d frames):\n%s", len(got), rawOf(got), len(want), rawOf(want))
+	}
+	for _, f := range got {
+		if f.hasID && seen[f.id] {
+			t.Fatalf("two runs at once: frame id %s twice", f.id)
+		}
+		seen[f.id] = true
 	}
 }

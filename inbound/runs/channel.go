@@ -260,9 +260,19 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		poll = t.C
 	}
+	// Other replicas' commits in the session come through feed, with
+	// their events when the signals carried them.
+	feed, stopFeed := e.FollowSession(ctx, sid)
+	defer stopFeed()
+	read := true
+	var wake <-chan struct{}
 	for {
-		wake := e.WatchSession(ctx, sid)
-		for {
+		if read {
+			// Taken before each read, never between: this process's
+			// commits since it wake it, however the last one was read.
+			wake = e.WatchSession(ctx, sid)
+		}
+		for read {
 			evs, err := e.SessionEvents(ctx, sid, c.pos, channelPage)
 			if err != nil {
 				return // a store fault: the client resumes from its last id
@@ -273,12 +283,21 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 				}
 				c.pos = ev.Pos()
 			}
-			if len(evs) < channelPage {
-				break
-			}
+			// Short of a page: every commit (its events of a run, one
+			// session seq) is read whole, the last one's too.
+			read = len(evs) == channelPage
 		}
+		read = true
 		select {
 		case <-wake:
+		case <-feed.Wake():
+			evs, lacked := feed.Take()
+			if !lacked {
+				var ok bool
+				if read, ok = c.carried(ctx, evs); !ok {
+					return
+				}
+			}
 		case <-poll:
 		case <-tick.C:
 			if out.keepAlive() != nil {
@@ -288,6 +307,31 @@ func (h *Handler) sessionEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// carried delivers the events of other replicas' commits that a feed
+// carried (in commit order, each commit's events of a run whole) while
+// they follow on from what the channel delivered: what it had is skipped;
+// a commit's events whose session seq is the next one are the next in
+// the session (its seqs are consecutive); anything else is a gap, and
+// read = true: the store has what came between. ok is false when the
+// channel is gone. The channel's position is a whole commit's end here:
+// it read the store to its end (or took a whole commit) before.
+func (c *channel) carried(ctx context.Context, evs []bridge.Event) (read, ok bool) {
+	for _, ev := range evs {
+		switch {
+		case !c.pos.Before(ev.Pos()):
+			continue // read from the store already
+		case ev.SessionSeq == c.pos.SessionSeq && ev.Seq == c.pos.Seq+1, ev.SessionSeq == c.pos.SessionSeq+1:
+		default:
+			return true, true
+		}
+		if !c.deliver(ctx, ev) {
+			return false, false
+		}
+		c.pos = ev.Pos()
+	}
+	return false, true
 }
 
 // A channel reads the store a page of events at a time.

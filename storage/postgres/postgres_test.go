@@ -179,7 +179,7 @@ func TestWatchRunEvents(t *testing.T) {
 // TestWatchSessions: each commit's notification names its run's
 // principal and session to the session watchers of every process (a
 // principal with a quote and a newline in it too), with the events it
-// carries or, when they do not fit, without them; a run of no session
+// carries, or, when they do not fit, none; a run of no session
 // names none; a notification of an older replica (no names) wakes its
 // run's followers and names nothing.
 func TestWatchSessions(t *testing.T) {
@@ -204,10 +204,17 @@ func TestWatchSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type named struct{ run, principal, session string }
+	type named struct {
+		run, principal, session string
+		carried                 int // events; -1: none (read the store)
+	}
 	commits := make(chan named, 16)
-	stopSessions := b.WatchSessions(func(run, principal, session string) {
-		commits <- named{run, principal, session}
+	stopSessions := b.WatchSessions(func(run, principal, session string, evs []bridge.Event) {
+		n := named{run, principal, session, len(evs)}
+		if evs == nil {
+			n.carried = -1
+		}
+		commits <- n
 	}, func() {})
 	defer stopSessions()
 	wake, take, stop := b.WatchRunEvents("r1")
@@ -231,7 +238,7 @@ func TestWatchSessions(t *testing.T) {
 		}
 		return take()
 	}
-	want := named{"r1", principal, "s"}
+	want := named{"r1", principal, "s", 2}
 
 	// One batch of both runs: r1 named, with its events; r0 not.
 	batch := append(bridgetest.TextDeltas("r0", 1, 2), bridgetest.TextDeltas("r1", 1, 2)...)
@@ -268,6 +275,7 @@ func TestWatchSessions(t *testing.T) {
 	if err := a.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
 		t.Fatal(err)
 	}
+	want.carried = -1
 	if n := next("a batch too big to carry"); n != want {
 		t.Fatalf("named %+v, want %+v", n, want)
 	}

@@ -118,12 +118,12 @@ func (w *watcher) signal(evs []bridge.Event) {
 
 // sessionWatch is one WatchSessions caller's.
 type sessionWatch struct {
-	commit func(run, principal, session string)
+	commit func(run, principal, session string, evs []bridge.Event)
 	lost   func()
 }
 
 // WatchSessions implements bridge.SessionWatcher.
-func (s *Store) WatchSessions(commit func(run, principal, session string), lost func()) func() {
+func (s *Store) WatchSessions(commit func(run, principal, session string, evs []bridge.Event), lost func()) func() {
 	sw := &sessionWatch{commit: commit, lost: lost}
 	w := &s.watch
 	w.mu.Lock()
@@ -217,20 +217,20 @@ func (w *watch) notified(payload string) {
 		}
 	}
 	w.mu.Unlock()
-	if len(sessions) > 0 {
-		var names []string
-		if json.Unmarshal([]byte(named), &names) == nil && len(names) == 2 && names[1] != "" {
-			for _, sw := range sessions {
-				sw.commit(run, names[0], names[1])
-			}
-		}
-	}
-	if len(watchers) == 0 {
+	if len(sessions) == 0 && len(watchers) == 0 {
 		return
 	}
 	var evs []bridge.Event
 	if carries {
 		evs = decodeNotified(head, body) // nil when malformed: a bare signal
+	}
+	if len(sessions) > 0 {
+		var names []string
+		if json.Unmarshal([]byte(named), &names) == nil && len(names) == 2 && names[1] != "" {
+			for _, sw := range sessions {
+				sw.commit(run, names[0], names[1], evs)
+			}
+		}
 	}
 	for _, wr := range watchers {
 		wr.signal(evs)
