@@ -64,7 +64,12 @@
 //     before each read. The writer closes a session's watch channel after
 //     each commit of its events (and Start once a run's creation is
 //     committed); the channel carries no events, so a channel that falls
-//     behind holds no memory of the engine's: it reads the store.
+//     behind holds no memory of the engine's: it reads the store. Over a
+//     store other processes share (SessionWatcher), their commits in the
+//     session reach its channels through the store's listener goroutine,
+//     as feeds (FollowSession) of the events their notifications carried
+//     (up to feedKeep a channel), which a channel takes while they follow
+//     on from its position, and reads the store otherwise.
 //   - Callers of Steer and Abort run in their request's goroutine. A steer is
 //     queued like an event (a user_message, with the run's next seq) and
 //     acknowledged once committed; Abort cancels the run's context (and the
