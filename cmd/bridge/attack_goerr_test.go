@@ -623,9 +623,10 @@ func hermesRunID(body string) string {
 	return ""
 }
 
-// TestAttackBadRequestBodies: each client dialect's turn endpoints get a
-// body with a field of the wrong JSON type, a body cut short, and one of
-// 10 MB (over the 8 MB limit). Each answer is a 4xx (over A2A's JSON-RPC,
+// TestAttackBadRequestBodies: each client dialect's turn endpoints (and
+// the Responses WebSocket mode's response.create) get a body with a field
+// of the wrong JSON type, a body cut short, and one of 10 MB (over the
+// 8 MB limit). Each answer is a 4xx (over A2A's JSON-RPC,
 // an error response) in the dialect's error shape, never a 5xx, and holds
 // no Go error text (json: cannot unmarshal…, unexpected EOF, http: …).
 func TestAttackBadRequestBodies(t *testing.T) {
@@ -738,6 +739,50 @@ func TestAttackBadRequestBodies(t *testing.T) {
 			if !inDialect(dialect, resp.StatusCode, body) {
 				t.Errorf("%s: %d is not a %s error: %.300s", what, resp.StatusCode, dialect, got)
 			}
+		}
+	}
+	// The Responses WebSocket mode: each bad message on a connection of
+	// its own is answered with an error message (type error, a 4xx
+	// status), not a closed connection or Go's text.
+	for _, msg := range []struct{ kind, body, says string }{
+		{"wrong type", `{"type":"response.create","model":"echo","input":7}`, "input: expected string or array, got number"},
+		{"wrong type", `{"type":"response.create","model":7,"input":"hi"}`, "model: expected string, got number"},
+		{"wrong type", `{"type":7}`, "type: must be a string"},
+		{"wrong type", `[]`, "not a JSON object"},
+		{"truncated", `{"type":"response.create","model":"echo","inp`, "cut short"},
+		{"10 MB", `{"type":"response.create","model":"echo","input":"` + big + `"}`, "too large"},
+	} {
+		count.add("ws " + msg.kind)
+		what := fmt.Sprintf("WebSocket mode, %s message %.80q", msg.kind, msg.body)
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		c, _, err := websocket.Dial(ctx, "ws://"+strings.TrimPrefix(base, "http://")+"/v1/responses", nil)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: %v", what, err)
+		}
+		c.SetReadLimit(8 << 20)
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg.body)); err != nil {
+			t.Errorf("%s: write: %v", what, err)
+		}
+		_, b, err := c.Read(ctx)
+		c.CloseNow()
+		cancel()
+		var m struct {
+			Type   string `json:"type"`
+			Status int    `json:"status"`
+			Error  struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		if err != nil || json.Unmarshal(b, &m) != nil || m.Type != "error" || m.Status < 400 || m.Status >= 500 || m.Error.Message == "" || m.Error.Type == "" {
+			t.Errorf("%s: want an error message with a 4xx: %v %.300s", what, err, b)
+		}
+		if !strings.Contains(m.Error.Message, msg.says) {
+			t.Errorf("%s: the error does not say %q: %.300s", what, msg.says, b)
+		}
+		if g := goErrorIn(string(b)); len(g) > 0 {
+			t.Errorf("%s: Go's error text %q reached the client: %.300s", what, g, b)
 		}
 	}
 }

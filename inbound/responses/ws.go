@@ -277,11 +277,17 @@ func (wc *wsConn) sendError(ctx context.Context, err error) error {
 func (wc *wsConn) handle(ctx context.Context, msg []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(msg, &fields); err != nil || fields == nil {
-		return wc.sendError(ctx, &bridge.Error{Code: bridge.CodeInvalid, Type: "invalid_request_error",
-			Message: "message: not a JSON object"})
+		what := "message: not a JSON object"
+		if !json.Valid(msg) {
+			what = "message: not a JSON object (not JSON at all, or cut short)"
+		}
+		return wc.sendError(ctx, &bridge.Error{Code: bridge.CodeInvalid, Type: "invalid_request_error", Message: what})
 	}
 	var typ string
-	_ = json.Unmarshal(fields["type"], &typ)
+	if raw, ok := fields["type"]; ok && json.Unmarshal(raw, &typ) != nil {
+		return wc.sendError(ctx, &bridge.Error{Code: bridge.CodeInvalid, Type: "invalid_request_error", Param: "type",
+			Message: "type: must be a string (want response.create)"})
+	}
 	if typ != "response.create" {
 		return wc.sendError(ctx, &bridge.Error{Code: bridge.CodeInvalid, Type: "invalid_request_error", Param: "type",
 			Message: "type: unknown client event " + strconv.Quote(typ) + " (want response.create)"})
