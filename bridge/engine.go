@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -154,6 +155,8 @@ type Engine struct {
 	// handed are the runs Close handed over (handover.go): their pumps
 	// ended without a final event.
 	handed []*liveRun
+	// draining: the server is cutting its clients for a stop (Drain).
+	draining atomic.Bool
 
 	writerDone chan struct{}
 	// late holds run timings learnt after their run's row was committed,

@@ -34,6 +34,20 @@ func (e *Engine) stopLive() {
 	}
 }
 
+// Drain tells the engine that its server is about to cut its clients'
+// connections, its stop's grace having ended. On a store other processes
+// share (a Leaser), a run whose client is cut then is not a run whose
+// client left: it is not cancelled (nor its upstream's work), and Close
+// hands it over or interrupts it as any run still going, while its client
+// resumes it on another replica, as after a replica's crash. On any other
+// store it changes nothing: a cut client's run without a session is
+// cancelled, as before.
+func (e *Engine) Drain() {
+	if _, shared := e.store.(Leaser); shared {
+		e.draining.Store(true)
+	}
+}
+
 // resumable reports whether run's upstream, over the route its model takes
 // now, can resume it (a Resumer): what server's takeover of a dead
 // process's runs asks before it resumes one.

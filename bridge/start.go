@@ -154,6 +154,9 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	snapshot := *run
 	if !req.Detached {
 		stop := context.AfterFunc(ctx, func() {
+			if e.draining.Load() {
+				return // the server cut the client (Drain): Close hands the run over or interrupts it
+			}
 			e.cancelUpstream(context.WithoutCancel(ctx), lr) // the upstream's own work stops too: it saves tokens
 			cancel(errClientGone)
 		})

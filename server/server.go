@@ -531,6 +531,7 @@ func (m *Server) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		err := m.srv.Shutdown(ctx)
 		if err != nil {
+			m.engine.Drain() // on a shared store, the runs of the streams cut now are handed over, not cancelled
 			_ = m.srv.Close()
 		}
 		close(m.janitorStop)
