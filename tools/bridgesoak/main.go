@@ -35,6 +35,11 @@
 // upstream), which replays a task's events after Last-Event-ID: a2a-go's
 // server follows only what a task does after the resubscribe.
 //
+// With --graceful the replica is stopped with SIGTERM and a grace of
+// 100 ms instead: the runs it has going then that can be resumed (over an
+// A2A agent) are handed over to the others, which resume them upstream;
+// the checks are the crash's.
+//
 // With --replicas N --db postgres://… the soak runs N bridges on one
 // PostgreSQL database (in a fresh schema of its own), the clients' streams
 // spread over them by turns as a round-robin load balancer would. With
@@ -80,6 +85,7 @@ type options struct {
 	failEvery       int
 	warmup          int
 	crash           bool
+	graceful        bool // with crash over replicas: SIGTERM with a short grace, not SIGKILL
 	crashAfter      time.Duration
 	bridge          string
 	race            bool
@@ -148,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&opt.failEvery, "fail-every", opt.failEvery, "one stream in this many fails upstream half-way (20: 5%; 1: all, which opens the breaker; 0: none)")
 	fs.IntVar(&opt.warmup, "warmup", opt.warmup, "streams before the goroutine baseline")
 	fs.BoolVar(&opt.crash, "crash", false, "SIGKILL the bridge during the load, restart it on the same file, and check the file")
+	fs.BoolVar(&opt.graceful, "graceful", false, "with --crash over --replicas: stop the replica with SIGTERM (shutdown_grace 100ms) instead of SIGKILL; the runs it has going that can be resumed (--upstream-dialect a2a) are handed to the others")
 	fs.DurationVar(&opt.crashAfter, "crash-after", 0, "when the SIGKILL comes, from the start of the load (0: half --duration)")
 	fs.StringVar(&opt.bridge, "bridge", "", "the bridge binary (default: go build ./cmd/bridge into the work directory)")
 	fs.BoolVar(&opt.race, "race", false, "build the bridge with the race detector")
@@ -204,6 +211,8 @@ func (o options) validate() error {
 		return errors.New("--db: want a postgres:// URL (the default is a SQLite file)")
 	case o.replicas > 1 && o.db == "":
 		return errors.New("--replicas: more than one needs --db postgres://…")
+	case o.graceful && (!o.crash || o.db == "" || o.replicas < 2):
+		return errors.New("--graceful: with --crash over --replicas 2 or more on --db postgres://…")
 	case o.crash && o.db != "" && o.replicas < 2:
 		return errors.New("--crash with --db postgres://… needs --replicas 2 or more: the others take the killed one's runs over")
 	case o.lease <= 0:

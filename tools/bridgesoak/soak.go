@@ -170,7 +170,11 @@ func (s *soakRun) start(ctx context.Context) error {
 	s.undo = append(s.undo, s.up.Close)
 
 	s.cfgPath = filepath.Join(s.dir, "soak.yaml")
-	cfg := fmt.Sprintf("max_runs_per_principal: %d\nshutdown_grace: 30s\n", opt.concurrency+64)
+	grace := "30s"
+	if opt.graceful {
+		grace = "100ms" // the runs still going are handed over, not left to end
+	}
+	cfg := fmt.Sprintf("max_runs_per_principal: %d\nshutdown_grace: %s\n", opt.concurrency+64, grace)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -281,7 +285,7 @@ func (s *soakRun) load(ctx context.Context) (load []*streamRecord, killTime time
 	opt, res, p := s.opt, s.res, s.p
 	s.loadMark = p.logSize()
 	s.cpuBefore, _ = p.cpu()
-	s.logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, s.addr, map[bool]string{true: ", SIGKILL at " + opt.crashAfter.String()}[opt.crash])
+	s.logf("%d clients for %s against %s%s", opt.concurrency, opt.duration, s.addr, map[bool]string{true: ", " + opt.signal() + " at " + opt.crashAfter.String()}[opt.crash])
 	var (
 		mu        sync.Mutex
 		next      atomic.Int64
@@ -314,9 +318,16 @@ func (s *soakRun) load(ctx context.Context) (load []*streamRecord, killTime time
 			mu.Lock()
 			killTime = time.Now()
 			mu.Unlock()
-			p.kill()
-			res.killedAt = time.Since(start)
-			s.logf("SIGKILL at %s", res.killedAt.Round(time.Millisecond))
+			if opt.graceful {
+				res.killedAt = time.Since(start)
+				if err := p.stop(40 * time.Second); err != nil {
+					res.fail("the replica stopped with SIGTERM did not exit cleanly: %v", err)
+				}
+			} else {
+				p.kill()
+				res.killedAt = time.Since(start)
+			}
+			s.logf("%s at %s", opt.signal(), res.killedAt.Round(time.Millisecond))
 		})
 	}
 	for range opt.concurrency {
@@ -607,6 +618,9 @@ func (r *result) crashedReplica(ctx context.Context, opt options, survivors []*b
 		r.fail("count interrupted runs: %v", err)
 	}
 	r.exit = fmt.Sprintf("one SIGKILLed; the other %d: exit 0 on SIGTERM", len(survivors))
+	if opt.graceful {
+		r.exit = fmt.Sprintf("one stopped with SIGTERM mid-load, exit 0; the other %d: exit 0 on SIGTERM", len(survivors))
+	}
 	for _, p := range survivors {
 		if err := p.stop(40 * time.Second); err != nil {
 			r.exit = "a surviving replica: " + err.Error()
@@ -773,13 +787,13 @@ func (r *result) print(w io.Writer) {
 	o := r.opt
 	mode := "load"
 	if o.crash {
-		mode = fmt.Sprintf("load with SIGKILL at %s", r.killedAt.Round(time.Millisecond))
+		mode = fmt.Sprintf("load with %s at %s", o.signal(), r.killedAt.Round(time.Millisecond))
 	}
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-34s %s\n", k, fmt.Sprintf(format, args...)) }
 	if o.db != "" {
 		mode += fmt.Sprintf(" over %d replicas on one PostgreSQL", o.replicas)
 		if o.crash {
-			mode += " (one killed, not restarted)"
+			mode += map[bool]string{false: " (one killed, not restarted)", true: " (one stopped, not restarted)"}[o.graceful]
 		}
 	}
 	fmt.Fprintf(w, "bridgesoak: %s, %d clients, %s, %d-%d chunks %s-%s apart, 1 in %d streams failing upstream half-way; clients %s, upstream %s\n",
@@ -801,10 +815,13 @@ func (r *result) print(w io.Writer) {
 		if o.db != "" {
 			where = "on another replica"
 		}
-		row("cut or refused by the SIGKILL", "%d; resumed %s %d, to their end %d", r.cutByCrash, where, r.resumed, r.resumedOK)
+		row("cut or refused by the "+o.signal(), "%d; resumed %s %d, to their end %d", r.cutByCrash, where, r.resumed, r.resumedOK)
 		row("upstream calls with no stored run", "%d (the kill came before the writer created their run; no client saw any of it)", r.unrecorded)
 		row("integrity_check after SIGKILL", "%s", r.integrityAfterKill)
-		if o.db != "" {
+		if o.db != "" && o.graceful {
+			row("runs running after the stop", "%d (those handed over, and the others' own); at the end: %d interrupted in all, %d left running",
+				r.runningAtKill, r.interruptedAtStart, r.runningAfterStart)
+		} else if o.db != "" {
 			row("runs running after the load", "%d (the killed replica's); the survivors took them over: %d interrupted, %d left running",
 				r.runningAtKill, r.interruptedAtStart, r.runningAfterStart)
 		} else if r.opt.upstreamDialect == dialectA2A {
@@ -913,4 +930,12 @@ func peakSize(path string, every time.Duration, done <-chan struct{}) int64 {
 			return peak
 		}
 	}
+}
+
+// signal names how the crash stops the bridge.
+func (o options) signal() string {
+	if o.graceful {
+		return "SIGTERM"
+	}
+	return "SIGKILL"
 }
