@@ -71,24 +71,37 @@ func TestReplicasSessionChannel(t *testing.T) {
 	// replica's commits woken here and the other's signalled, in between;
 	// both carry the session's frames in one order, its commit order.
 	var wg sync.WaitGroup
-	for _, base := range []string{a, b} {
+	runs := make([]string, 2)
+	for i, base := range []string{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each its own words: a request whose messages the session
+			// holds already (the other's, committed first) adds nothing
+			// to it (a 400).
 			resp := convSend(ctx, t, "POST", base+"/v1/chat/completions",
-				`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+strings.TrimSpace(strings.Repeat("at once ", 25))+`"}]}`,
+				`{"model":"echo","stream":true,"messages":[{"role":"user","content":"`+strings.TrimSpace(strings.Repeat("at once "+string(rune('a'+i))+" ", 12))+`"}]}`,
 				map[string]string{"Content-Type": "application/json", "X-Session-Id": sid})
-			_, _ = io.Copy(io.Discard, resp.Body)
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			runs[i] = resp.Status + " " + resp.Header.Get("X-Run-Id")
+			if resp.StatusCode != 200 {
+				runs[i] += " " + string(body)
+			}
 		}()
 	}
 	wg.Wait()
-	both := func(ch *convStream) []sseFrame {
+	for i, r := range runs {
+		if !strings.HasPrefix(r, "200 ") {
+			t.Fatalf("the run on %s: %s", []string{"a", "b"}[i], r)
+		}
+	}
+	both := func(name string, ch *convStream) []sseFrame {
 		var frames []sseFrame
 		for ends := 0; ends < 2; {
 			f, ok := ch.next()
 			if !ok {
-				t.Fatalf("the channel ended before both runs' ends: %v\n%s", ch.err, rawOf(frames))
+				t.Fatalf("%s's channel ended before both runs' ends (runs on a, b: %q): %v\n%s", name, runs, ch.err, rawOf(frames))
 			}
 			frames = append(frames, f)
 			if f.event == "bridge.run.ended" {
@@ -97,7 +110,7 @@ func TestReplicasSessionChannel(t *testing.T) {
 		}
 		return frames
 	}
-	want, got := both(onA), both(onB)
+	want, got := both("a", onA), both("b", onB)
 	if rawOf(got) != rawOf(want) {
 		t.Fatalf("two runs at once: b's channel carried (%d frames):\n%s\na's (%d frames):\n%s", len(got), rawOf(got), len(want), rawOf(want))
 	}
