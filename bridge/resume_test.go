@@ -41,6 +41,22 @@ func crashed(t *testing.T, store *sqlite.Store) *bridge.Run {
 	return r
 }
 
+// resumeCrashed makes an engine over up, stores what a crash leaves of a
+// run (crashed), resumes the run and subscribes to it from its start.
+func resumeCrashed(t *testing.T, up bridge.Upstream) (*bridge.Engine, *sqlite.Store, *bridge.Run, bridge.Stream) {
+	t.Helper()
+	e, store := newEngine(t, up)
+	run := crashed(t, store)
+	if err := e.Resume(t.Context(), run); err != nil {
+		t.Fatal(err)
+	}
+	_, events, err := e.Subscribe(t.Context(), run.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, store, run, events
+}
+
 // TestResume: a run a crash left running goes on over its upstream's
 // Resumer: the resumer gets the run (its upstream task id learnt from the
 // committed message_started) and its committed events; the resumed events
@@ -57,15 +73,7 @@ func TestResume(t *testing.T) {
 	}}
 	// Through outbound.Wrap, as the bridge configures every upstream.
 	pass := func(next endpoint.Endpoint) endpoint.Endpoint { return next }
-	e, store := newEngine(t, outbound.Wrap(up, pass))
-	run := crashed(t, store)
-	if err := e.Resume(t.Context(), run); err != nil {
-		t.Fatal(err)
-	}
-	_, events, err := e.Subscribe(t.Context(), run.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store, run, events := resumeCrashed(t, outbound.Wrap(up, pass))
 	evs := collect(t, events)
 	var text strings.Builder
 	for i, ev := range evs {
@@ -116,15 +124,7 @@ func TestResume(t *testing.T) {
 func TestResumeRefused(t *testing.T) {
 	up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"},
 		ResumeErr: bridge.Errorf(bridge.CodeNotFound, "task task-1 not found")}
-	e, store := newEngine(t, up)
-	run := crashed(t, store)
-	if err := e.Resume(t.Context(), run); err != nil {
-		t.Fatal(err)
-	}
-	_, events, err := e.Subscribe(t.Context(), run.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store, run, events := resumeCrashed(t, up)
 	evs := collect(t, events)
 	last := evs[len(evs)-1]
 	if len(evs) != 5 || last.Kind != bridge.KindFinal || last.Final.Status != bridge.StatusInterrupted ||
@@ -181,15 +181,7 @@ func TestResumeRetried(t *testing.T) {
 			bridge.Errorf(bridge.CodeUnavailable, "connection refused"),
 			&bridge.Error{Code: bridge.CodeUnavailable, Message: "upstream agent is failing; its circuit breaker is open", RetryAfter: 30 * time.Millisecond},
 		}}
-		e, store := newEngine(t, up)
-		run := crashed(t, store)
-		if err := e.Resume(t.Context(), run); err != nil {
-			t.Fatal(err)
-		}
-		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, _, _, events := resumeCrashed(t, up)
 		evs := collect(t, events)
 		var text strings.Builder
 		for _, ev := range evs {
@@ -206,15 +198,7 @@ func TestResumeRetried(t *testing.T) {
 		bridge.SetResumeRetry(t, 20*time.Millisecond, 200*time.Millisecond)
 		up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"},
 			ResumeErr: bridge.Errorf(bridge.CodeUpstream, "upstream answered 503")}
-		e, store := newEngine(t, up)
-		run := crashed(t, store)
-		if err := e.Resume(t.Context(), run); err != nil {
-			t.Fatal(err)
-		}
-		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, _, _, events := resumeCrashed(t, up)
 		evs := collect(t, events)
 		last := evs[len(evs)-1]
 		if last.Kind != bridge.KindFinal || last.Final.Status != bridge.StatusInterrupted || !strings.Contains(last.Final.Reason, "503") {
@@ -228,15 +212,7 @@ func TestResumeRetried(t *testing.T) {
 		bridge.SetResumeRetry(t, time.Hour, 2*time.Hour)
 		up := &bridgetest.Resumable{Upstream: bridgetest.Upstream{UpName: "agent"},
 			ResumeErr: bridge.Errorf(bridge.CodeUnavailable, "connection refused")}
-		e, store := newEngine(t, up)
-		run := crashed(t, store)
-		if err := e.Resume(t.Context(), run); err != nil {
-			t.Fatal(err)
-		}
-		_, events, err := e.Subscribe(t.Context(), run.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, _, run, events := resumeCrashed(t, up)
 		for wait := time.Now().Add(10 * time.Second); len(up.Resumes()) == 0; { // the first try was refused: it waits an hour
 			if time.Now().After(wait) {
 				t.Fatal("no resume tried in 10 s")
