@@ -623,11 +623,10 @@ func (s *Store) SessionEvents(ctx context.Context, principal, session string, af
 		if session == "" {
 			return nil
 		}
-		// The runs whose last row (the highest sseq of the run's) is at
-		// the position or after it.
+		// The session's runs; firstRowAfter's first seek, of a run's last
+		// row, skips those with nothing after the position.
 		rows, err := tx.QueryContext(ctx, `SELECT r.id FROM runs r
-			WHERE r.session_id = ?1 AND r.principal = ?2
-				AND (SELECT e.sseq FROM events e WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1) >= ?3`, session, principal, after.SessionSeq)
+			WHERE r.session_id = ?1 AND r.principal = ?2`, session, principal)
 		if err != nil {
 			return err
 		}
