@@ -29,14 +29,7 @@ import (
 // the lease by a loaded machine let r1 be taken.)
 func TestLeases(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func(lease time.Duration) *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func(lease time.Duration) *postgres.Store { return openStore(t, url, postgres.Options{Lease: lease}) }
 	const aLease = time.Second
 	a, d, b, c := open(aLease), open(300*time.Millisecond), open(time.Minute), open(time.Minute)
 	ctx := t.Context()
@@ -109,14 +102,7 @@ func TestLeases(t *testing.T) {
 // ended gets CodeUnavailable at once.
 func TestRelay(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func(lease time.Duration) *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func(lease time.Duration) *postgres.Store { return openStore(t, url, postgres.Options{Lease: lease}) }
 	a, b := open(time.Minute), open(time.Minute)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -216,14 +202,7 @@ func (u *cancelCounting) Open(ctx context.Context, req *bridge.Request) (*bridge
 // resume it is interrupted, as before.
 func TestEngineHandsOverOnClose(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{Lease: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func() *postgres.Store { return openStore(t, url, postgres.Options{Lease: time.Minute}) }
 	sa, sb := open(), open()
 	agent := &cancelCounting{Resumable: &bridgetest.Resumable{
 		Upstream: bridgetest.Upstream{UpName: "agent", Events: bridgetest.TextEvents("one ", "two ", "three"), Gate: make(chan struct{})},

@@ -53,18 +53,22 @@ func TestRecordingStore(t *testing.T) {
 	})
 }
 
+// openStore opens a store on the database at url, closed when t ends.
+func openStore(t *testing.T, url string, opt postgres.Options) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestWatchRun: a process watching a run is woken by another process's
 // commit of its events, and not by another run's.
 func TestWatchRun(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func() *postgres.Store { return openStore(t, url, postgres.Options{}) }
 	a, b := open(), open()
 	ctx := t.Context()
 	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
@@ -102,14 +106,7 @@ func TestWatchRun(t *testing.T) {
 // is told to read the store.
 func TestWatchRunEvents(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func() *postgres.Store { return openStore(t, url, postgres.Options{}) }
 	a, b := open(), open()
 	ctx := t.Context()
 	if err := a.CreateSession(ctx, &bridge.Session{ID: "s"}); err != nil {
@@ -184,14 +181,7 @@ func TestWatchRunEvents(t *testing.T) {
 // run's followers and names nothing.
 func TestWatchSessions(t *testing.T) {
 	url := pgtest.Schema(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(t.Context(), url, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open := func() *postgres.Store { return openStore(t, url, postgres.Options{}) }
 	a, b := open(), open()
 	ctx := t.Context()
 	const principal = "key \"one\"\nof two"
