@@ -72,12 +72,17 @@ func BenchmarkCrossReplicaDelay(b *testing.B) {
 	if len(delays) == 0 {
 		b.Fatal("no event reached b's client live")
 	}
+	reportDelays(b, delays)
+	b.ReportMetric(float64(len(delays))/float64(b.N), "live-events/run")
+}
+
+// reportDelays reports the p50, p99 and max of delays (sorted here) in ms.
+func reportDelays(b *testing.B, delays []time.Duration) {
 	slices.Sort(delays)
 	q := func(p float64) float64 { return float64(delays[int(p*float64(len(delays)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
-	b.ReportMetric(float64(len(delays))/float64(b.N), "live-events/run")
 }
 
 // BenchmarkSessionChannelDelay: a session channel (GET
@@ -168,11 +173,7 @@ func BenchmarkSessionChannelDelay(b *testing.B) {
 	if len(delays) == 0 {
 		b.Fatal("no frame reached both channels")
 	}
-	slices.Sort(delays)
-	q := func(p float64) float64 { return float64(delays[int(p*float64(len(delays)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
+	reportDelays(b, delays)
 	b.ReportMetric(float64(frames)/float64(b.N), "frames/run")
 }
 

@@ -229,23 +229,9 @@ func gracefulHandover(t *testing.T, dialect string) {
 	up.release()
 
 	// The Chat client resumes on C from the last id it had.
-	req, _ = http.NewRequestWithContext(ctx, "GET", c+"/v1/runs/"+runID+"/events", nil)
-	req.Header.Set("Last-Event-ID", ids[len(ids)-1])
-	rc, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rest := readSSE(t, rc.Body, nil)
-	rc.Body.Close()
-	if rc.StatusCode != 200 || len(rest) == 0 || rest[len(rest)-1].data != "[DONE]" {
-		t.Fatalf("resume on C: %d, %d events, want to [DONE]", rc.StatusCode, len(rest))
-	}
-	for _, ev := range rest {
-		got.WriteString(chunkText(t, ev.data))
-		if ev.id != "" {
-			ids = append(ids, ev.id)
-		}
-	}
+	text, more := resumeChat(t, ctx, c, runID, ids[len(ids)-1])
+	got.WriteString(text)
+	ids = append(ids, more...)
 	if want := strings.Join(answer, ""); got.String() != want {
 		t.Errorf("the client read:\n %q\nwant\n %q", got.String(), want)
 	}

@@ -81,8 +81,24 @@ func replicaScenario(t *testing.T, bases [3]string, killA func(), model, input s
 	resp.Body.Close()
 
 	// The client resumes on C from the last id it saw, to the end.
-	req, _ = http.NewRequestWithContext(ctx, "GET", c+"/v1/runs/"+runID+"/events", nil)
-	req.Header.Set("Last-Event-ID", ids[len(ids)-1])
+	text, more := resumeChat(t, ctx, c, runID, ids[len(ids)-1])
+	got.WriteString(text)
+	ids = append(ids, more...)
+	run = getRun(t, b, runID)
+	hist = getBody(t, ctx, b+"/v1/sessions/replicas/history?format=openai")
+	if strings.Count(hist, `"content":"`+input+`"`) != 1 { // the message, not a run id that happens to hold the text
+		t.Errorf("B's history of the session does not hold the run's input once: %s", hist)
+	}
+	return got.String(), ids, run, hist
+}
+
+// resumeChat resumes the Chat stream of runID on the bridge at base after
+// the frame id after, reads it to its [DONE], and returns its text and
+// frame ids.
+func resumeChat(t *testing.T, ctx context.Context, base, runID, after string) (string, []string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/runs/"+runID+"/events", nil)
+	req.Header.Set("Last-Event-ID", after)
 	rc, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +106,17 @@ func replicaScenario(t *testing.T, bases [3]string, killA func(), model, input s
 	rest := readSSE(t, rc.Body, nil)
 	rc.Body.Close()
 	if rc.StatusCode != 200 || len(rest) == 0 || rest[len(rest)-1].data != "[DONE]" {
-		t.Fatalf("resume on C: %d, %d events, want to [DONE]", rc.StatusCode, len(rest))
+		t.Fatalf("resume on %s: %d, %d events, want to [DONE]", base, rc.StatusCode, len(rest))
 	}
+	var text strings.Builder
+	var ids []string
 	for _, ev := range rest {
-		got.WriteString(chunkText(t, ev.data))
+		text.WriteString(chunkText(t, ev.data))
 		if ev.id != "" {
 			ids = append(ids, ev.id)
 		}
 	}
-	run = getRun(t, b, runID)
-	hist = getBody(t, ctx, b+"/v1/sessions/replicas/history?format=openai")
-	if strings.Count(hist, `"content":"`+input+`"`) != 1 { // the message, not a run id that happens to hold the text
-		t.Errorf("B's history of the session does not hold the run's input once: %s", hist)
-	}
-	return got.String(), ids, run, hist
+	return text.String(), ids
 }
 
 func getBody(t *testing.T, ctx context.Context, url string) string {
