@@ -68,7 +68,7 @@
 //     store other processes share (SessionWatcher), their commits in the
 //     session reach its channels through the store's listener goroutine,
 //     as feeds (FollowSession) of the events their notifications carried
-//     (up to feedKeep a channel), which a channel takes while they follow
+//     (up to FeedKeep a channel), which a channel takes while they follow
 //     on from its position, and reads the store otherwise.
 //   - Callers of Steer and Abort run in their request's goroutine. A steer is
 //     queued like an event (a user_message, with the run's next seq) and

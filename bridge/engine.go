@@ -141,7 +141,7 @@ type Engine struct {
 	// commits to the session feeds, once (session.go); feeds holds those
 	// (FollowSession), by session, under mu.
 	sessionSignals sync.Once
-	feeds          map[string]map[*SessionFeed]struct{}
+	feeds          map[string]map[*Feed]struct{}
 
 	mu     sync.Mutex
 	live   map[string]*liveRun

@@ -6,7 +6,6 @@ package bridge
 import (
 	"context"
 	"slices"
-	"sync"
 )
 
 // WatchSession returns a channel that is closed the next time events of
@@ -46,56 +45,6 @@ func (e *Engine) wakeSession(key string) {
 	}
 }
 
-// SessionFeed is a session subscriber's share of the commits other
-// processes make in the session (FollowSession): the events their
-// signals carried, in commit order, or word that a signal lacked them.
-type SessionFeed struct {
-	ch   chan struct{}
-	mu   sync.Mutex
-	evs  []Event
-	read bool
-}
-
-// feedKeep bounds the events a feed keeps that its subscriber has not
-// taken; past it, the subscriber reads the store.
-const feedKeep = 1024
-
-// Wake receives (coalesced) after each signal of another process's
-// commit in the session. A nil feed's never does.
-func (f *SessionFeed) Wake() <-chan struct{} {
-	if f == nil {
-		return nil
-	}
-	return f.ch
-}
-
-// Take returns the events signalled since its last call, in commit order,
-// and read = true when a signal since then came without its events (or
-// more came than are kept): the store holds what the signals lacked.
-func (f *SessionFeed) Take() (evs []Event, read bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	evs, read = f.evs, f.read
-	f.evs, f.read = nil, false
-	return evs, read
-}
-
-func (f *SessionFeed) signal(evs []Event) {
-	f.mu.Lock()
-	switch {
-	case f.read: // its subscriber reads the store anyway
-	case evs == nil || len(f.evs)+len(evs) > feedKeep:
-		f.evs, f.read = nil, true
-	default:
-		f.evs = append(f.evs, evs...)
-	}
-	f.mu.Unlock()
-	select {
-	case f.ch <- struct{}{}:
-	default:
-	}
-}
-
 // FollowSession returns a feed of the commits other processes make in the
 // context's principal's session, over a store they share (a
 // SessionWatcher: nil otherwise, which never wakes), until stop is
@@ -104,19 +53,19 @@ func (f *SessionFeed) signal(evs []Event) {
 // replica (no session named), or one lost, wakes no feed: the subscriber
 // reads the store now and then too (WatchSession wakes it for a known
 // loss).
-func (e *Engine) FollowSession(ctx context.Context, session string) (*SessionFeed, func()) {
+func (e *Engine) FollowSession(ctx context.Context, session string) (*Feed, func()) {
 	if _, ok := e.store.(SessionWatcher); !ok {
 		return nil, func() {}
 	}
 	e.sessionSignals.Do(e.watchSessions)
 	k := upstreamSession(PrincipalFromContext(ctx), session)
-	f := &SessionFeed{ch: make(chan struct{}, 1)}
+	f := NewFeed(true)
 	e.mu.Lock()
 	if e.feeds == nil {
-		e.feeds = make(map[string]map[*SessionFeed]struct{})
+		e.feeds = make(map[string]map[*Feed]struct{})
 	}
 	if e.feeds[k] == nil {
-		e.feeds[k] = make(map[*SessionFeed]struct{})
+		e.feeds[k] = make(map[*Feed]struct{})
 	}
 	e.feeds[k][f] = struct{}{}
 	e.mu.Unlock()
@@ -143,13 +92,13 @@ func (e *Engine) watchSessions() {
 			e.mu.Unlock()
 			return
 		}
-		feeds := make([]*SessionFeed, 0, len(e.feeds[k]))
+		feeds := make([]*Feed, 0, len(e.feeds[k]))
 		for f := range e.feeds[k] {
 			feeds = append(feeds, f)
 		}
 		e.mu.Unlock()
 		for _, f := range feeds {
-			f.signal(evs)
+			f.Signal(evs)
 		}
 	}, e.wakeSessions)
 }

@@ -46,16 +46,12 @@ const channel = "bridge_events"
 // PostgreSQL's 8000 bytes.
 const notifyLimit = 7800
 
-// watchKeep bounds the events a watcher keeps that its follower has not
-// taken yet; past it, the follower reads the store.
-const watchKeep = 1024
-
 // watch is the process's listener: one connection LISTENing on channel,
 // started by the first WatchRun, fanning notifications out to the
 // watchers of each run.
 type watch struct {
 	mu       sync.Mutex
-	byRun    map[string]map[*watcher]struct{}
+	byRun    map[string]map[*bridge.Feed]struct{}
 	sessions map[*sessionWatch]struct{}
 	started  bool
 	ready    chan struct{} // closed once the first LISTEN is active
@@ -63,57 +59,19 @@ type watch struct {
 	done     chan struct{}
 }
 
-// watcher is one follower's: its signal and the events signalled that it
-// has not taken.
-type watcher struct {
-	ch   chan struct{}
-	mu   sync.Mutex
-	evs  []bridge.Event
-	read bool // a signal came without its events
-}
-
 // WatchRun implements bridge.Watcher: the channel receives after each
 // commit of events of run by any process sharing the database (and, after
 // the listener lost its connection, once for every run: what was committed
 // meanwhile went unsignalled).
 func (s *Store) WatchRun(run string) (<-chan struct{}, func()) {
-	w, stop := s.watchRun(run)
-	w.mu.Lock()
-	w.read = true // never taken: nothing kept beyond the first signal's events
-	w.mu.Unlock()
-	return w.ch, stop
+	f, stop := s.watchRun(run, false) // never taken: nothing kept
+	return f.Wake(), stop
 }
 
 // WatchRunEvents implements bridge.EventWatcher.
 func (s *Store) WatchRunEvents(run string) (<-chan struct{}, func() ([]bridge.Event, bool), func()) {
-	w, stop := s.watchRun(run)
-	return w.ch, w.take, stop
-}
-
-func (w *watcher) take() ([]bridge.Event, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	evs, read := w.evs, w.read
-	w.evs, w.read = nil, false
-	return evs, read
-}
-
-// signal hands w the events of a notification (none: a bare one) and
-// wakes its follower.
-func (w *watcher) signal(evs []bridge.Event) {
-	w.mu.Lock()
-	switch {
-	case w.read: // the follower reads the store anyway
-	case evs == nil || len(w.evs)+len(evs) > watchKeep:
-		w.evs, w.read = nil, true
-	default:
-		w.evs = append(w.evs, evs...)
-	}
-	w.mu.Unlock()
-	select {
-	case w.ch <- struct{}{}:
-	default: // one pending signal is as good as many
-	}
+	f, stop := s.watchRun(run, true)
+	return f.Wake(), f.Take, stop
 }
 
 // sessionWatch is one WatchSessions caller's.
@@ -166,15 +124,15 @@ func waitListening(ready <-chan struct{}) {
 	t.Stop()
 }
 
-func (s *Store) watchRun(run string) (*watcher, func()) {
-	wr := &watcher{ch: make(chan struct{}, 1)}
+func (s *Store) watchRun(run string, keep bool) (*bridge.Feed, func()) {
+	wr := bridge.NewFeed(keep)
 	w := &s.watch
 	w.mu.Lock()
 	if w.byRun == nil {
-		w.byRun = map[string]map[*watcher]struct{}{}
+		w.byRun = map[string]map[*bridge.Feed]struct{}{}
 	}
 	if w.byRun[run] == nil {
-		w.byRun[run] = map[*watcher]struct{}{}
+		w.byRun[run] = map[*bridge.Feed]struct{}{}
 	}
 	w.byRun[run][wr] = struct{}{}
 	s.startListening()
@@ -206,7 +164,7 @@ func (w *watch) notified(payload string) {
 	}
 	w.mu.Lock()
 	set := w.byRun[run]
-	watchers := make([]*watcher, 0, len(set))
+	watchers := make([]*bridge.Feed, 0, len(set))
 	for wr := range set {
 		watchers = append(watchers, wr)
 	}
@@ -233,7 +191,7 @@ func (w *watch) notified(payload string) {
 		}
 	}
 	for _, wr := range watchers {
-		wr.signal(evs)
+		wr.Signal(evs)
 	}
 }
 
@@ -267,7 +225,7 @@ func decodeNotified(head, body string) []bridge.Event {
 // notifications may have been lost.
 func (w *watch) wakeAll() {
 	w.mu.Lock()
-	var watchers []*watcher
+	var watchers []*bridge.Feed
 	for _, set := range w.byRun {
 		for wr := range set {
 			watchers = append(watchers, wr)
@@ -279,7 +237,7 @@ func (w *watch) wakeAll() {
 	}
 	w.mu.Unlock()
 	for _, wr := range watchers {
-		wr.signal(nil)
+		wr.Signal(nil)
 	}
 	for _, sw := range sessions {
 		sw.lost()
