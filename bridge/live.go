@@ -197,19 +197,16 @@ type follower struct{ at atomic.Int64 }
 // alone).
 func (lr *liveRun) add(ev *Event) {
 	n := len(lr.blocks)
-	started := n == 0 || len(lr.blocks[n-1]) >= lr.block
+	started := n == 0 || len(lr.blocks[n-1]) == cap(lr.blocks[n-1])
 	if started {
-		// The first block starts small and grows to its size, so a short
-		// run holds little; a follower reading the old array of a block
-		// that grew reads events that do not change. It starts at 64
-		// events, as the window did at 2ea3324: from 16, a stream of 100
-		// deltas (bridgeload's) allocated room for 240 events on the way
-		// and copied 112, from 64 for 192 and copied 64. A run that
-		// filled a block is long: the next ones start whole.
-		c := lr.block
-		if n == 0 {
-			c = min(lr.block, 64)
-		}
+		// A block never grows: a full one is followed by a new one as
+		// large as the window's events so far (64 at first, at most
+		// lr.block), so a short run holds little, a long one has few
+		// blocks, and no event is copied. A stream of 100 deltas
+		// (bridgeload's) takes two blocks of 64, room for 128 events;
+		// a first block that grew by append to its size took room for
+		// 192 and copied 64, the second array a large object of 36 KiB.
+		c := min(lr.block, max(64, lr.held))
 		lr.blocks = append(lr.blocks, make([]Event, 0, c))
 		n++
 	}
