@@ -631,3 +631,62 @@ func TestIdleBeforeWaiting(t *testing.T) {
 	}
 	close(up.ch)
 }
+
+// eventReads counts a store's Events calls.
+type eventReads struct {
+	bridge.Store
+	n atomic.Int64
+}
+
+func (s *eventReads) Events(ctx context.Context, run string, after int64, limit int) ([]bridge.Event, error) {
+	s.n.Add(1)
+	return s.Store.Events(ctx, run, after, limit)
+}
+
+// TestStartFollowingAfterTheRunEnded: a run whose upstream answered whole
+// before its client began to read (a fast upstream, a busy handler) is
+// read from the live run StartFollowing made, in memory and whole, not
+// looked up by its id once the engine let it go and read from the store.
+func TestStartFollowingAfterTheRunEnded(t *testing.T) {
+	up := &bridgetest.Upstream{Events: bridgetest.TextEvents("a", "b", "c")}
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &eventReads{Store: db}
+	e := bridgetest.NewEngine(t, store, up)
+	run, events, err := e.StartFollowing(t.Context(), t.Context(), userRequest("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		got, err := e.Run(t.Context(), run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != bridge.StatusRunning && e.LiveEvents(run.ID) == 0 {
+			break // ended, and no longer live
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not end")
+		}
+	}
+	reads := store.n.Load()
+	var text strings.Builder
+	kinds := 0
+	for _, ev := range collect(t, events) {
+		kinds++
+		if ev.Kind == bridge.KindTextDelta {
+			text.WriteString(ev.Text)
+		}
+		if ev.Seq != int64(kinds)+run.LastSeq {
+			t.Errorf("event %d has seq %d", kinds, ev.Seq)
+		}
+	}
+	if text.String() != "abc" || kinds < 5 {
+		t.Errorf("followed %d events, text %q", kinds, text.String())
+	}
+	if n := store.n.Load() - reads; n != 0 {
+		t.Errorf("the ended run's events were read from the store %d times; want from memory", n)
+	}
+}

@@ -13,19 +13,41 @@ import (
 
 // Start records a new run for req (or continues the run waiting for the
 // tool results req carries) and starts calling the upstream. The returned
-// Run is a snapshot; follow its events with Subscribe.
+// Run is a snapshot; follow its events with Subscribe, or start with
+// StartFollowing.
 //
 // Unless req.Detached, the run is cancelled when ctx is done before the run
 // ends (a plain stateless request whose client went away).
 func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
+	run, _, err := e.start(ctx, req)
+	return run, err
+}
+
+// StartFollowing starts a run as Start does, and follows its events after
+// the returned snapshot's as Subscribe(sctx, run.ID, run.LastSeq) would,
+// but from the live run Start made rather than by the run's id: a run that
+// ends before the caller looks for it (a fast upstream's whole answer) is
+// still read from memory, not from the store.
+func (e *Engine) StartFollowing(ctx, sctx context.Context, req *Request) (*Run, Stream, error) {
+	run, lr, err := e.start(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if acc := acceptedFromContext(sctx); acc != nil && acc.Started != nil {
+		acc.Started(lr.snapshot()) // as Subscribe does
+	}
+	return run, lr.follow(sctx, e.store, run.LastSeq), nil
+}
+
+func (e *Engine) start(ctx context.Context, req *Request) (*Run, *liveRun, error) {
 	if len(req.Messages) == 0 {
-		return nil, Errorf(CodeInvalid, "no input messages")
+		return nil, nil, Errorf(CodeInvalid, "no input messages")
 	}
 	if len(req.Messages) > e.maxMsgs {
-		return nil, Errorf(CodeTooLarge, "%d messages is more than the %d allowed", len(req.Messages), e.maxMsgs)
+		return nil, nil, Errorf(CodeTooLarge, "%d messages is more than the %d allowed", len(req.Messages), e.maxMsgs)
 	}
 	if len(req.Tools) > e.maxTools {
-		return nil, Errorf(CodeTooLarge, "%d tools is more than the %d allowed", len(req.Tools), e.maxTools)
+		return nil, nil, Errorf(CodeTooLarge, "%d tools is more than the %d allowed", len(req.Tools), e.maxTools)
 	}
 	acc := acceptedFromContext(ctx)
 	if acc != nil { // accepted only: the run's output goes to the session's channel
@@ -38,11 +60,11 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	}
 	up, err := e.route(req.Model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a, ok := up.(Admitter); ok {
 		if err := a.Admit(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	principal := PrincipalFromContext(ctx)
@@ -52,31 +74,31 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if req.ReplaceFrom != "" {
 		target, err := e.replaceTarget(ctx, req.ReplaceFrom, sessionID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sessionID = target.SessionID
 	}
 	sess, fresh, err := e.session(ctx, sessionID, principal, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var stored []Message // a fresh session has no transcript to read
 	if !fresh {
 		if stored, err = e.transcript(ctx, principal, sess.ID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	input, transcript, discard, err := e.splitInput(ctx, sess.ID, stored, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(input) == 0 {
-		return nil, Errorf(CodeInvalid, "the request adds nothing to session %s", sess.ID)
+		return nil, nil, Errorf(CodeInvalid, "the request adds nothing to session %s", sess.ID)
 	}
 	var discardUpstream string
 	if discard != nil {
 		if discardUpstream, err = e.supersede(ctx, sess.ID, discard, up, now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		stored = nil // no continuation: the input runs as a new run
 	}
@@ -87,7 +109,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if continued {
 		prev, err = e.store.Events(ctx, run.ID, max(0, run.LastSeq-int64(e.liveEvents)), 0)
 		if err != nil {
-			return nil, fmt.Errorf("load events run=%s: %w", run.ID, err)
+			return nil, nil, fmt.Errorf("load events run=%s: %w", run.ID, err)
 		}
 		run.Status, run.StopReason, run.Reason, run.Finished = StatusRunning, "", "", time.Time{}
 	} else {
@@ -126,7 +148,7 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 	if err := e.register(lr, elsewhere); err != nil {
 		cancel(err)
 		span.End()
-		return nil, err
+		return nil, nil, err
 	}
 	// A new run (and a fresh session) is created by the writer, in the same
 	// transaction as its run_started event and its input, at once: it is
@@ -178,18 +200,18 @@ func (e *Engine) Start(ctx context.Context, req *Request) (*Run, error) {
 		cancel(err)
 		e.log.Error("create run", "run", run.ID, "err", err)
 		if ErrorCode(err) == CodeConflict {
-			return nil, err
+			return nil, nil, err
 		}
 		// A full disk or a locked database: the run cannot be recorded, so
 		// it does not start.
-		return nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
+		return nil, nil, &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
 			Message: "the bridge cannot record new runs right now (storage unavailable)"}
 	}
 	e.wakeSession(upstreamSession(snapshot.Principal, snapshot.SessionID))
 	if acc != nil && acc.Started != nil {
 		acc.Started(&snapshot)
 	}
-	return &snapshot, nil
+	return &snapshot, lr, nil
 }
 
 // session finds the request's session of principal, or makes one: a

@@ -61,12 +61,8 @@ func Decode[T any](w http.ResponseWriter, r *http.Request, limit int64, decode f
 // that does not loses nothing. The run and its session are named in w's
 // headers (HeaderRunID, HeaderSessionID).
 func StartRun(w http.ResponseWriter, r *http.Request, e *bridge.Engine, req *bridge.Request) (*bridge.Run, bridge.Stream, *Batch, error) {
-	run, err := e.Start(r.Context(), req)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	batch, sctx := NewBatch(r.Context())
-	_, events, err := e.Subscribe(sctx, run.ID, run.LastSeq)
+	run, events, err := e.StartFollowing(r.Context(), sctx, req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
