@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +94,25 @@ func killBridge(t *testing.T, proc *exec.Cmd) {
 		t.Fatal(err)
 	}
 	_ = proc.Wait()
+}
+
+// termBridge sends a bridge process SIGTERM and waits up to within for it
+// to exit; it fails t unless it exits 0.
+func termBridge(t *testing.T, proc *exec.Cmd, within time.Duration) {
+	t.Helper()
+	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- proc.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the bridge exited with %v after SIGTERM", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("the bridge did not exit %v after SIGTERM", within)
+	}
 }
 
 // getRun reads GET /v1/runs/{run} from the bridge at base.

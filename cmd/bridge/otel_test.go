@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,19 +76,7 @@ func TestServeExportsOTLP(t *testing.T) {
 	if !strings.Contains(body, "[DONE]") {
 		t.Fatalf("stream did not end: %s", body)
 	}
-	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("bridge exited with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("bridge did not exit after SIGTERM")
-	}
+	termBridge(t, proc, 20*time.Second)
 
 	spans := rcv.Spans()
 	server, run, client := rcv.Named("POST /v1/chat/completions"), rcv.Named("run"), rcv.Named("chat m")

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,25 +79,6 @@ func graceConfig(t *testing.T, grace string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// termBridge sends a bridge process SIGTERM and waits (bounded) for it to
-// exit; it fails t unless it exits 0.
-func termBridge(t *testing.T, proc *exec.Cmd) {
-	t.Helper()
-	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("the bridge exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the bridge did not exit 30s after SIGTERM")
-	}
 }
 
 // runRow reads a run's owner and status from the database.
@@ -191,7 +171,7 @@ func gracefulHandover(t *testing.T, dialect string) {
 	}
 	ownerA, _ := runRow(ctx, t, db, runID)
 
-	termBridge(t, procs[0])
+	termBridge(t, procs[0], 30*time.Second)
 	// What A's clients got after the SIGTERM: the rest of what it had, then
 	// the end of the stream, with no final event and no error.
 	seen = append(seen, readSSE(t, resp.Body, nil)...)
@@ -282,7 +262,7 @@ func TestReplicasGracefulStopInterruptsOpenAI(t *testing.T) {
 		t.Fatalf("run %q: %d events from A", runID, len(seen))
 	}
 	ownerA, _ := runRow(ctx, t, db, runID)
-	termBridge(t, pa)
+	termBridge(t, pa, 30*time.Second)
 	seen = append(seen, readSSE(t, resp.Body, nil)...)
 
 	owner, status := runRow(ctx, t, db, runID)
