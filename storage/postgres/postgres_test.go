@@ -64,6 +64,20 @@ func openStore(t *testing.T, url string, opt postgres.Options) *postgres.Store {
 	return s
 }
 
+// commitTooBig commits four text deltas of run from seq from, 3,000 bytes
+// of text each: more than a notification carries (its limit is 7,800
+// bytes), so a follower is woken and reads the store.
+func commitTooBig(ctx context.Context, t *testing.T, s *postgres.Store, run string, from int64) {
+	t.Helper()
+	big := bridgetest.TextDeltas(run, from, 4)
+	for i := range big {
+		big[i].Text = strings.Repeat("x", 3000)
+	}
+	if err := s.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWatchRun: a process watching a run is woken by another process's
 // commit of its events, and not by another run's.
 func TestWatchRun(t *testing.T) {
@@ -161,13 +175,7 @@ func TestWatchRunEvents(t *testing.T) {
 		t.Fatalf("read = %v; (-store +notified):\n%s", read, d)
 	}
 
-	big := bridgetest.TextDeltas("r1", 5, 4)
-	for i := range big {
-		big[i].Text = strings.Repeat("x", 3000)
-	}
-	if err := a.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
-		t.Fatal(err)
-	}
+	commitTooBig(ctx, t, a, "r1", 5)
 	if got, read = wait("a batch too big for a notification"); !read || len(got) != 0 {
 		t.Fatalf("got %d events, read = %v: want none and read", len(got), read)
 	}
@@ -258,13 +266,7 @@ func TestWatchSessions(t *testing.T) {
 	// Too big to carry its events: named all the same, and the follower
 	// reads the store. (The older replica's notification named nothing:
 	// this is the next one.)
-	big := bridgetest.TextDeltas("r1", 3, 4)
-	for i := range big {
-		big[i].Text = strings.Repeat("x", 3000)
-	}
-	if err := a.Commit(ctx, &bridge.Batch{Events: big}); err != nil {
-		t.Fatal(err)
-	}
+	commitTooBig(ctx, t, a, "r1", 3)
 	want.carried = -1
 	if n := next("a batch too big to carry"); n != want {
 		t.Fatalf("named %+v, want %+v", n, want)
